@@ -1,0 +1,3 @@
+from tabmem.cli import main
+
+main()

@@ -1,0 +1,71 @@
+"""Command-line interface: a thin shell over the library (one module per command).
+
+Sub-commands are imported lazily so that ``tabmem --help`` stays fast and a command whose
+optional dependencies are missing fails alone, with a message saying which extra to install.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from tabmem.errors import TabmemError
+
+# command name -> "module:attribute"; each module defines one click command.
+COMMANDS: dict[str, str] = {
+    "audit": "tabmem.cli.audit:audit",
+    "datasets": "tabmem.cli.datasets:datasets",
+    "demo": "tabmem.cli.demo:demo",
+    "train": "tabmem.cli.train:train",
+    "sample": "tabmem.cli.sample:sample",
+    "attack": "tabmem.cli.attack:attack",
+    "quality": "tabmem.cli.quality:quality",
+    "generate-icl": "tabmem.cli.generate_icl:generate_icl",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name, target in COMMANDS.items() if _module_exists(target))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("tabmem"):
+                return None
+            raise click.ClickException(
+                f"`tabmem {name}` needs the optional dependency {exc.name!r}: pip install 'tabmem[all]'"
+            ) from None
+        return getattr(module, attr)
+
+
+def _module_exists(target: str) -> bool:
+    return importlib.util.find_spec(target.split(":")[0]) is not None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tabmem")
+def cli() -> None:
+    """tabmem: find, measure and remove memorization in synthetic tabular data."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: user errors (bad input, missing data) print one clear message and exit 2."""
+    try:
+        cli.main(args=argv, prog_name="tabmem", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except TabmemError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)

@@ -1,0 +1,117 @@
+"""Numeric encodings of a mixed-type table, fitted once on the training table.
+
+:class:`TableEncoder` learns from the training table everything that later encodings need
+(per-column categories, min/max/range, mean/std) so that synthetic, holdout or member tables
+are always encoded with *training* statistics (ranges taken from the wrong table are a classic
+bug: SDMetrics#742).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, canonical_categories, validate_table
+
+
+@dataclass
+class TableEncoder:
+    """Encode tables that follow ``schema`` with statistics of the training table.
+
+    After :meth:`fit`:
+
+    * ``categories_[col]``: sorted canonical category strings seen in training;
+    * ``min_``, ``max_``, ``range_``, ``mean_``, ``std_``: per numerical column (NaN ignored;
+      a constant column has range 0 and std 0, which every encoding treats as "no spread");
+    * :meth:`numeric` gives raw float64 values, :meth:`codes` integer category codes
+      (``-1`` for a category unseen in training, which matches nothing).
+    """
+
+    schema: Schema
+
+    def fit(self, train: pd.DataFrame, *, nan: NanPolicy = "match") -> "TableEncoder":
+        clean = validate_table(train, self.schema, name="training", nan="match" if nan == "drop" else nan)
+        self.categories_: dict[str, np.ndarray] = {
+            c: np.array(sorted(set(clean[c].tolist())), dtype=object) for c in self.schema.categorical
+        }
+        self._lookup = {c: {v: i for i, v in enumerate(cats)} for c, cats in self.categories_.items()}
+        num = self._numeric_clean(clean)
+        with np.errstate(all="ignore"):
+            if num.shape[0] and num.shape[1]:
+                self.min_ = np.nanmin(num, axis=0) if num.size else np.zeros(0)
+                self.max_ = np.nanmax(num, axis=0)
+                self.mean_ = np.nanmean(num, axis=0)
+                self.std_ = np.nanstd(num, axis=0)
+            else:
+                self.min_ = self.max_ = self.mean_ = self.std_ = np.zeros(num.shape[1])
+        for arr in (self.min_, self.max_, self.mean_, self.std_):
+            arr[np.isnan(arr)] = 0.0  # an all-NaN column: no spread
+        self.range_ = self.max_ - self.min_
+        self.n_train_ = len(clean)
+        return self
+
+    # ------------------------------------------------------------------ checks
+    def category_sets(self) -> dict[str, set[str]]:
+        """Allowed categories per column, for :func:`validate_table`."""
+        return {c: set(v.tolist()) for c, v in self.categories_.items()}
+
+    def validate(
+        self,
+        table: pd.DataFrame,
+        *,
+        name: str = "synthetic",
+        nan: NanPolicy = "error",
+        unseen: UnseenPolicy = "error",
+        extra: str = "error",
+    ) -> pd.DataFrame:
+        """:func:`validate_table` against the training schema and categories."""
+        return validate_table(
+            table, self.schema, name=name, categories=self.category_sets(), nan=nan, unseen=unseen, extra=extra  # type: ignore[arg-type]
+        )
+
+    # --------------------------------------------------------------- encodings
+    def _numeric_clean(self, clean: pd.DataFrame) -> np.ndarray:
+        cols = self.schema.numerical
+        if not cols:
+            return np.zeros((len(clean), 0), dtype=np.float64)
+        return np.column_stack([clean[c].to_numpy(dtype=np.float64) for c in cols])
+
+    def numeric(self, clean: pd.DataFrame) -> np.ndarray:
+        """Raw numerical values (n, n_numerical) float64 of an already validated table."""
+        return self._numeric_clean(clean)
+
+    def codes(self, clean: pd.DataFrame) -> np.ndarray:
+        """Category codes (n, n_categorical) int32 of a validated table; unseen = -1."""
+        cols = self.schema.categorical
+        out = np.empty((len(clean), len(cols)), dtype=np.int32)
+        for j, c in enumerate(cols):
+            lookup = self._lookup[c]
+            values = clean[c].to_numpy(dtype=object)
+            if values.size and not isinstance(values[0], str):
+                values = canonical_categories(clean[c])
+            out[:, j] = np.fromiter((lookup.get(v, -1) for v in values), dtype=np.int32, count=len(values))
+        return out
+
+    def standardized(self, clean: pd.DataFrame) -> np.ndarray:
+        """(x - mean) / std per numerical column with training statistics (std 0 -> 1)."""
+        std = np.where(self.std_ > 0, self.std_, 1.0)
+        return (self.numeric(clean) - self.mean_) / std
+
+    def range_scaled(self, clean: pd.DataFrame) -> np.ndarray:
+        """(x - min) / range per numerical column with training statistics (range 0 -> 1)."""
+        rng = np.where(self.range_ > 0, self.range_, 1.0)
+        return (self.numeric(clean) - self.min_) / rng
+
+    def one_hot(self, clean: pd.DataFrame, *, scale: float = 1.0, dtype: type = np.float64) -> np.ndarray:
+        """One-hot of the categorical columns in training category order; unseen rows are all 0."""
+        codes = self.codes(clean)
+        sizes = [len(self.categories_[c]) for c in self.schema.categorical]
+        offsets = np.concatenate([[0], np.cumsum(sizes)])[:-1].astype(np.int64)
+        out = np.zeros((len(clean), int(sum(sizes))), dtype=dtype)
+        rows = np.arange(len(clean))
+        for j in range(codes.shape[1]):
+            ok = codes[:, j] >= 0
+            out[rows[ok], offsets[j] + codes[ok, j]] = scale
+        return out

@@ -1,0 +1,337 @@
+"""Table schema: which columns are numerical or categorical, the target and the task.
+
+A :class:`Schema` is fitted on (or declared for) the *training* table; every other table
+(synthetic, holdout, members, ...) is checked against it with :func:`validate_table` before
+any distance is computed, so that bad input gives a clear message instead of a wrong number.
+
+Column-kind inference rule (:meth:`Schema.infer`), applied to columns the user did not name:
+
+1. bool, object, string and category dtypes are **categorical**;
+2. integer columns with at most ``max_int_categories`` (default 20) distinct values are
+   **categorical** (codes such as ``SEX`` 1/2, ``EDUCATION`` 0..6);
+3. everything else (floats, integers with many values) is **numerical**.
+
+The target's kind decides the task: categorical with 2 levels ``binclass``, more
+``multiclass``; numerical ``regression``.
+
+Categorical values are compared as *canonical strings* (see :func:`canonical_category`):
+``1``, ``1.0``, ``"1"`` and ``np.int64(1)`` are the same category, ``True`` is ``"True"``, and a
+missing value is the category ``"<NA>"``. This removes the dtype trap of the papers' code
+(``1 != "1"`` after a CSV round trip) without changing any comparison of real categories.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Sequence
+
+import numpy as np
+import pandas as pd
+
+from tabmem.errors import SchemaError
+
+ColumnKind = Literal["numerical", "categorical"]
+Task = Literal["binclass", "multiclass", "regression"]
+NA_CATEGORY = "<NA>"
+NanPolicy = Literal["error", "drop", "match"]
+UnseenPolicy = Literal["error", "drop", "mismatch"]
+ExtraPolicy = Literal["error", "ignore"]
+
+
+def canonical_category(value: Any) -> str:
+    """Return the canonical string of one categorical value (see module docstring)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return NA_CATEGORY
+    if isinstance(value, (bool, np.bool_)):
+        return "True" if value else "False"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        if f.is_integer() and abs(f) < 2**53:
+            return str(int(f))
+        return repr(f)
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    return str(value)
+
+
+def canonical_categories(series: pd.Series) -> np.ndarray:
+    """Vectorised :func:`canonical_category` for a column (object array of str)."""
+    s = series
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return np.where(s.to_numpy(dtype=bool), "True", "False").astype(object)
+    if pd.api.types.is_integer_dtype(s.dtype) and not s.isna().any():
+        return s.astype("int64").astype(str).to_numpy(dtype=object)
+    if pd.api.types.is_float_dtype(s.dtype):
+        values = s.to_numpy(dtype=float)
+        out = np.empty(len(values), dtype=object)
+        nan = np.isnan(values)
+        integral = ~nan & (np.mod(values, 1.0) == 0) & (np.abs(values) < 2**53)
+        out[nan] = NA_CATEGORY
+        out[integral] = values[integral].astype(np.int64).astype(str)
+        rest = ~nan & ~integral
+        out[rest] = [repr(float(v)) for v in values[rest]]
+        return out
+    return np.array([canonical_category(v) for v in s.tolist()], dtype=object)
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Column kinds of a table, its target and task.
+
+    ``columns`` keeps the training table's column order; ``numerical`` and ``categorical``
+    partition it. The target, when present, is one of the columns (categorical for
+    classification, numerical for regression).
+    """
+
+    columns: tuple[str, ...]
+    numerical: tuple[str, ...]
+    categorical: tuple[str, ...]
+    target: str | None = None
+    task: Task | None = None
+    name: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        seen = set()
+        dupes = [c for c in self.columns if c in seen or seen.add(c)]  # type: ignore[func-returns-value]
+        if dupes:
+            raise ValueError(f"Schema: duplicated column names {dupes}")
+        both = set(self.numerical) & set(self.categorical)
+        if both:
+            raise ValueError(f"Schema: columns declared both numerical and categorical: {sorted(both)}")
+        kinds = set(self.numerical) | set(self.categorical)
+        if kinds != set(self.columns):
+            missing = [c for c in self.columns if c not in kinds]
+            extra = sorted(kinds - set(self.columns))
+            raise ValueError(f"Schema: columns without a kind {missing}; kinds for unknown columns {extra}")
+        if self.target is not None and self.target not in self.columns:
+            raise ValueError(f"Schema: target {self.target!r} is not one of the columns")
+
+    # ----------------------------------------------------------------- queries
+    def kind(self, column: str) -> ColumnKind:
+        """Kind of ``column`` (``KeyError`` naming it if unknown)."""
+        if column in self.numerical:
+            return "numerical"
+        if column in self.categorical:
+            return "categorical"
+        raise KeyError(f"column {column!r} is not in the schema")
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """All columns except the target."""
+        return tuple(c for c in self.columns if c != self.target)
+
+    @property
+    def n_columns(self) -> int:
+        return len(self.columns)
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def infer(
+        cls,
+        table: pd.DataFrame,
+        *,
+        categorical: Sequence[str] | None = None,
+        numerical: Sequence[str] | None = None,
+        target: str | None = None,
+        task: Task | None = None,
+        max_int_categories: int = 20,
+        name: str | None = None,
+    ) -> "Schema":
+        """Infer column kinds from ``table``; user-named kinds always win (module docstring)."""
+        _check_unique_columns(table, "training")
+        columns = [str(c) for c in table.columns]
+        categorical = list(categorical or [])
+        numerical = list(numerical or [])
+        unknown = [c for c in [*categorical, *numerical, *([target] if target else [])] if c not in columns]
+        if unknown:
+            raise SchemaError("training", [f"column {c!r} named on the command line is not in the table" for c in unknown])
+        cat, num = [], []
+        for col in columns:
+            if col in categorical:
+                cat.append(col)
+            elif col in numerical:
+                num.append(col)
+            else:
+                (cat if _looks_categorical(table[col], max_int_categories) else num).append(col)
+        if target is not None and task is None:
+            if target in cat:
+                n_levels = table[target].nunique(dropna=False)
+                task = "binclass" if n_levels <= 2 else "multiclass"
+            else:
+                task = "regression"
+        return cls(tuple(columns), tuple(num), tuple(cat), target, task, name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "columns": list(self.columns),
+            "numerical": list(self.numerical),
+            "categorical": list(self.categorical),
+            "target": self.target,
+            "task": self.task,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Schema":
+        return cls(
+            tuple(d["columns"]),
+            tuple(d["numerical"]),
+            tuple(d["categorical"]),
+            d.get("target"),
+            d.get("task"),
+            d.get("name"),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def with_overrides(
+        self,
+        *,
+        categorical: Iterable[str] = (),
+        numerical: Iterable[str] = (),
+        target: str | None = None,
+    ) -> "Schema":
+        """Copy with some columns re-declared (used by ``--categorical/--numerical/--target``)."""
+        cat_set, num_set = set(categorical), set(numerical)
+        unknown = sorted((cat_set | num_set | ({target} if target else set())) - set(self.columns))
+        if unknown:
+            raise SchemaError("training", [f"column {c!r} is not in the table" for c in unknown])
+        cat = [c for c in self.columns if (c in self.categorical and c not in num_set) or c in cat_set]
+        num = [c for c in self.columns if c not in cat]
+        tgt = target or self.target
+        task = self.task if tgt == self.target and not (cat_set | num_set) & {tgt} else None
+        if tgt is not None and task is None:
+            task = "multiclass" if tgt in cat else "regression"
+        return Schema(self.columns, tuple(num), tuple(cat), tgt, task, self.name)
+
+
+def _looks_categorical(series: pd.Series, max_int_categories: int) -> bool:
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
+        return True
+    if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+        # object columns of numbers (e.g. read from JSON) still count as numerical
+        coerced = pd.to_numeric(series, errors="coerce")
+        return bool(coerced.isna().sum() > series.isna().sum())
+    if pd.api.types.is_integer_dtype(dtype):
+        return series.nunique(dropna=True) <= max_int_categories
+    return False
+
+
+def _check_unique_columns(table: pd.DataFrame, name: str) -> None:
+    cols = pd.Index([str(c) for c in table.columns])
+    if cols.duplicated().any():
+        dupes = sorted(set(cols[cols.duplicated()]))
+        raise SchemaError(name, [f"duplicated column name {c!r}" for c in dupes])
+
+
+def validate_table(
+    table: pd.DataFrame,
+    schema: Schema,
+    *,
+    name: str = "synthetic",
+    categories: dict[str, set[str]] | None = None,
+    nan: NanPolicy = "error",
+    unseen: UnseenPolicy = "error",
+    extra: ExtraPolicy = "error",
+) -> pd.DataFrame:
+    """Check ``table`` against ``schema`` and return a clean copy in schema column order.
+
+    Numerical columns come back as float64, categorical ones as canonical strings (object).
+    Every problem is collected and raised together in one :class:`SchemaError` that names the
+    column and the number of affected rows; row positions are 0-based positions in ``table``.
+
+    Parameters
+    ----------
+    categories:
+        Allowed categories per categorical column (canonical strings, from the training table).
+        ``None`` skips the unseen-category check (used when validating the training table).
+    nan:
+        Missing numerical values: ``"error"`` (default), ``"drop"`` the rows (the returned frame
+        keeps the original positions as its index, so ids stay those of the file), or
+        ``"match"`` (keep them; distances then use the documented NaN semantics).
+    unseen:
+        Categories absent from training: ``"error"``, ``"drop"`` the rows, or ``"mismatch"``
+        (keep them: they differ from every training value).
+    extra:
+        Columns not in the schema: ``"error"`` or ``"ignore"`` (drop them).
+    """
+    problems: list[str] = []
+    if not isinstance(table, pd.DataFrame):
+        raise SchemaError(name, [f"expected a pandas DataFrame, got {type(table).__name__}"])
+    _check_unique_columns(table, name)
+    table = table.rename(columns=str)
+    missing = [c for c in schema.columns if c not in table.columns]
+    extras = [c for c in table.columns if c not in schema.columns]
+    if missing:
+        problems.append(f"missing column(s): {', '.join(map(repr, missing))}")
+    if extras and extra == "error":
+        problems.append(f"column(s) not in the training data: {', '.join(map(repr, extras))} (pass extra='ignore' / --ignore-extra to drop them)")
+    if len(table) == 0:
+        problems.append("the table is empty (0 rows)")
+    if problems:
+        raise SchemaError(name, problems)
+
+    out: dict[str, Any] = {}
+    drop = np.zeros(len(table), dtype=bool)
+    for col in schema.columns:
+        s = table[col]
+        if schema.kind(col) == "numerical":
+            if pd.api.types.is_bool_dtype(s.dtype):
+                problems.append(f"column {col!r} is numerical in the training data but holds booleans")
+                continue
+            values = pd.to_numeric(s, errors="coerce")
+            bad = values.isna() & s.notna()
+            if bad.any():
+                rows = np.flatnonzero(bad.to_numpy())
+                problems.append(
+                    f"column {col!r} is numerical but {int(bad.sum())} row(s) hold non-numeric values "
+                    f"(first rows: {_head(rows)})"
+                )
+                continue
+            arr = values.to_numpy(dtype=np.float64)
+            inf = np.isinf(arr)
+            if inf.any():
+                problems.append(f"column {col!r} has {int(inf.sum())} infinite value(s) (first rows: {_head(np.flatnonzero(inf))})")
+            nan_rows = np.isnan(arr)
+            if nan_rows.any():
+                if nan == "error":
+                    problems.append(
+                        f"column {col!r} has {int(nan_rows.sum())} missing value(s) (first rows: {_head(np.flatnonzero(nan_rows))}); "
+                        "pass nan='drop' (--nan drop) to drop those rows or nan='match' (--nan match) to compare them"
+                    )
+                elif nan == "drop":
+                    drop |= nan_rows
+            out[col] = arr
+        else:
+            canon = canonical_categories(s)
+            if categories is not None and col in categories:
+                allowed = categories[col]
+                unseen_mask = np.fromiter((v not in allowed for v in canon), dtype=bool, count=len(canon))
+                if unseen_mask.any():
+                    if unseen == "error":
+                        problems.append(
+                            f"column {col!r} has {int(unseen_mask.sum())} row(s) with categories never seen in training "
+                            f"(first rows: {_head(np.flatnonzero(unseen_mask))}); pass unseen='mismatch' (--unseen mismatch) "
+                            "to treat them as different from every training value, or unseen='drop'"
+                        )
+                    elif unseen == "drop":
+                        drop |= unseen_mask
+            out[col] = canon
+    if problems:
+        raise SchemaError(name, problems)
+    clean = pd.DataFrame(out, index=pd.RangeIndex(len(table)))
+    if drop.any():
+        clean = clean.loc[~drop]
+        if len(clean) == 0:
+            raise SchemaError(name, ["no rows left after dropping rows with missing values or unseen categories"])
+    return clean
+
+
+def _head(rows: np.ndarray, k: int = 5) -> str:
+    shown = ", ".join(str(int(r)) for r in rows[:k])
+    return shown + (", ..." if len(rows) > k else "")

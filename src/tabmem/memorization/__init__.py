@@ -1,0 +1,1 @@
+"""Replica detection, per-record memorization, epoch tracking and training dynamics."""

@@ -1,0 +1,1 @@
+"""Exact nearest-neighbour search: blocked feature-space search and edit-distance search."""
