@@ -1,0 +1,111 @@
+"""Row <-> text formats: the base class and the registry.
+
+A :class:`RowSerializer` turns table rows into strings (for LLM generators and for the
+string-level LevAtt attack) and, where the format allows it, parses strings back into a
+table. The format is part of an attack's definition (Ward et al. 2025, "When Tables Leak",
+LevAtt): the same fitted serializer must be used for every table that is compared.
+
+Formats register themselves by name with :func:`register_serializer`; configs and the CLI
+use the names (``get_serializer("canonical")``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, TypeVar
+
+import pandas as pd
+
+from tabmem.data.schema import Schema
+from tabmem.errors import TabmemError
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    """Result of :meth:`RowSerializer.parse`.
+
+    ``table`` holds the rows that parsed (index = position of the text in the input);
+    ``n_invalid`` counts the others and ``invalid_reasons`` says why, one line per invalid
+    text (``"text 3: expected 10 cells, got 9"``).
+    """
+
+    table: pd.DataFrame
+    n_invalid: int
+    invalid_reasons: list[str] = field(default_factory=list)
+
+
+class RowSerializer:
+    """Base class: ``fit(train_df, schema)`` then ``serialize(df)`` / ``parse(texts)``.
+
+    Subclasses set ``name`` (via :func:`register_serializer`) and implement
+    :meth:`_fit` and :meth:`serialize`; :meth:`parse` raises ``NotImplementedError`` for
+    write-only formats. Constructor arguments are configuration only (scikit-learn style).
+    """
+
+    name: ClassVar[str] = "base"
+
+    def fit(self, train_df: pd.DataFrame, schema: Schema) -> RowSerializer:
+        """Learn what the format needs from the table it is fitted on (column order, precision...)."""
+        if not isinstance(schema, Schema):
+            raise TabmemError(f"{type(self).__name__}.fit: schema must be a tabmem Schema, got {type(schema).__name__}")
+        if not isinstance(train_df, pd.DataFrame):
+            raise TabmemError(f"{type(self).__name__}.fit: expected a pandas DataFrame, got {type(train_df).__name__}")
+        self.schema_ = schema
+        self._fit(train_df, schema)
+        return self
+
+    def _fit(self, train_df: pd.DataFrame, schema: Schema) -> None:  # pragma: no cover - trivial default
+        pass
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "schema_"):
+            raise TabmemError(f"{type(self).__name__} ({self.name!r}) is not fitted: call fit(train_df, schema) first")
+
+    def serialize(self, df: pd.DataFrame) -> list[str]:
+        """One string per row of ``df``, in row order."""
+        raise NotImplementedError
+
+    def parse(self, texts: Sequence[str]) -> ParseResult:
+        """Parse strings back into a table; write-only formats raise ``NotImplementedError``."""
+        raise NotImplementedError(f"the {self.name!r} format is write-only: it cannot be parsed back into a table")
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.endswith("_") and not k.startswith("_"))
+        return f"{type(self).__name__}({params})"
+
+
+S = TypeVar("S", bound=type[RowSerializer])
+
+#: name -> serializer class; filled by :func:`register_serializer`.
+SERIALIZERS: dict[str, type[RowSerializer]] = {}
+
+
+def register_serializer(name: str) -> Callable[[S], S]:
+    """Class decorator registering a :class:`RowSerializer` subclass under ``name``."""
+
+    def decorate(cls: S) -> S:
+        if not (isinstance(cls, type) and issubclass(cls, RowSerializer)):
+            raise TypeError(f"register_serializer({name!r}): {cls!r} is not a RowSerializer subclass")
+        existing = SERIALIZERS.get(name)
+        if existing is not None and existing.__qualname__ != cls.__qualname__:
+            raise ValueError(
+                f"serializer name {name!r} is already registered by {existing.__module__}.{existing.__qualname__}"
+            )
+        cls.name = name
+        SERIALIZERS[name] = cls
+        return cls
+
+    return decorate
+
+
+def get_serializer(name: str, **kwargs: object) -> RowSerializer:
+    """A new (unfitted) serializer registered under ``name``; unknown names list the known ones."""
+    try:
+        cls = SERIALIZERS[name]
+    except KeyError:
+        raise TabmemError(f"unknown serializer {name!r}; available: {', '.join(sorted(SERIALIZERS))}") from None
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise TabmemError(f"serializer {name!r}: bad argument ({exc})") from None
