@@ -1,0 +1,142 @@
+"""DigitModifier against naive references (LevAtt paper §2.7 of the brief)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabmem.defenses import DigitModifier
+from tabmem.defenses.digit_modifier import flip_digits
+from tabmem.errors import TabmemError
+
+
+def naive_flip_all(v: float, integer: bool = False) -> float:
+    s = str(abs(int(v))) if integer else str(abs(float(v)))
+    if "e" in s:
+        s = f"{abs(v):.10f}".rstrip("0")
+    s = "".join(str((int(ch) + 1) % 10) if ch.isdigit() else ch for ch in s)
+    return math.copysign(float(s), v)
+
+
+def naive_g(df: pd.DataFrame, cols, p_min, p_max, scale, scope):
+    pooled = [abs(x) for c in cols for x in df[c] if not math.isnan(x)]
+    out = {}
+    for c in cols:
+        pool = pooled if scope == "pooled" else [abs(x) for x in df[c] if not math.isnan(x)]
+        col = []
+        for x in df[c]:
+            if math.isnan(x):
+                col.append(float("nan"))
+                continue
+            a = abs(x)
+            if scale == "magnitude":
+                amt = a / max(pool)
+            elif scale == "log":
+                amt = math.log(a + 1) / max(math.log(w + 1) for w in pool)
+            else:
+                amt = sum(w < a for w in pool) / (len(pool) - 1)
+            col.append(p_min + (p_max - p_min) * amt)
+        out[c] = col
+    return pd.DataFrame(out, index=df.index)
+
+
+@pytest.fixture
+def table():
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {
+            "x": np.round(rng.normal(0, 10, 60), 3),
+            "y": np.round(rng.exponential(1000, 60), 1),
+            "k": rng.integers(0, 500, 60),
+            "cat": rng.choice(["a", "b"], 60),
+        }
+    ).assign(x=lambda d: d.x.where(rng.random(60) > 0.1))
+
+
+@pytest.mark.parametrize("scale", ["magnitude", "log", "rank"])
+@pytest.mark.parametrize("scope", ["pooled", "per_column"])
+def test_flip_probability_matches_naive(table, scale, scope):
+    dm = DigitModifier(0.05, 0.6, scale=scale, scope=scope)
+    got = dm.flip_probabilities(table)
+    ref = naive_g(table, ["x", "y", "k"], 0.05, 0.6, scale, scope)
+    assert list(got.columns) == ["x", "y", "k"]
+    np.testing.assert_allclose(got.to_numpy(), ref.to_numpy(), rtol=1e-12)
+
+
+def test_probability_one_flips_every_digit_like_naive(table):
+    out = DigitModifier(1.0, 1.0, random_state=0).transform(table)
+    for c, integer in (("x", False), ("y", False), ("k", True)):
+        for v, w in zip(table[c], out[c]):
+            if math.isnan(v):
+                assert math.isnan(w)
+            else:
+                assert w == pytest.approx(naive_flip_all(v, integer), rel=1e-12, abs=1e-12)
+    assert out["k"].dtype == table["k"].dtype and out["x"].dtype == np.float64
+    pd.testing.assert_series_equal(out["cat"], table["cat"])
+
+
+def test_known_values():
+    df = pd.DataFrame({"a": [19.5, -0.09, 1e-5, 0.0], "n": [9, 10, 0, 99]})
+    out = DigitModifier(1.0, 1.0).transform(df)
+    assert out["a"].tolist() == [20.6, -1.1, 1.11112, 1.1]
+    assert out["n"].tolist() == [0, 21, 1, 0]
+
+
+def test_probability_zero_is_identity_and_input_unchanged(table):
+    before = table.copy()
+    out = DigitModifier(0.0, 0.0, random_state=1).transform(table)
+    pd.testing.assert_frame_equal(out, before)
+    pd.testing.assert_frame_equal(table, before)
+
+
+def test_flip_rate_follows_g():
+    rng = np.random.default_rng(0)
+    strings = ["".join(rng.choice(list("0123456789"), 12)) for _ in range(4000)]
+    prob = np.where(np.arange(4000) < 2000, 0.1, 0.7)
+    flipped = flip_digits(strings, prob, np.random.default_rng(1))
+    changed = np.array([[a != b for a, b in zip(s, f)] for s, f in zip(strings, flipped)])
+    assert abs(changed[:2000].mean() - 0.1) < 0.01
+    assert abs(changed[2000:].mean() - 0.7) < 0.01
+    for s, f in zip(strings[:50], flipped[:50]):
+        for a, b in zip(s, f):
+            assert b == a or int(b) == (int(a) + 1) % 10
+
+
+def test_seed_reproducible_and_sign_kept(table):
+    a = DigitModifier(0.3, 0.9, random_state=7).transform(table)
+    b = DigitModifier(0.3, 0.9, random_state=7).transform(table)
+    c = DigitModifier(0.3, 0.9, random_state=8).transform(table)
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.equals(c)
+    ok = table["x"].notna() & (table["x"] != 0)
+    assert (np.sign(a["x"][ok]) == np.sign(table["x"][ok])).all()
+
+
+def test_in_range_keeps_training_range(table):
+    train = table.assign(y=table["y"].clip(100, 2000), k=table["k"].clip(10, 300))
+    dm = DigitModifier(0.9, 1.0, in_range=True, random_state=0, columns=["x", "y", "k"]).fit(train)
+    out = dm.transform(table)
+    for c in ["x", "y", "k"]:
+        vals = out[c].dropna()
+        assert vals.min() >= train[c].min() and vals.max() <= train[c].max()
+    unconstrained = DigitModifier(0.9, 1.0, random_state=0).transform(table)
+    assert (unconstrained["y"] > 2000).any()
+
+
+def test_errors():
+    df = pd.DataFrame({"a": [1.0, 2.0], "s": ["u", "v"]})
+    with pytest.raises(TabmemError, match="p_min"):
+        DigitModifier(-0.1, 0.5).transform(df)
+    with pytest.raises(TabmemError, match="p_min must be <= p_max"):
+        DigitModifier(0.6, 0.5).transform(df)
+    with pytest.raises(TabmemError, match="scale"):
+        DigitModifier(scale="linear").transform(df)
+    with pytest.raises(TabmemError, match="'s'"):
+        DigitModifier(columns=["s"]).transform(df)
+    with pytest.raises(TabmemError, match="fit"):
+        DigitModifier(in_range=True).transform(df)
+    with pytest.raises(TabmemError, match="infinite"):
+        DigitModifier().transform(pd.DataFrame({"a": [1.0, np.inf]}))
