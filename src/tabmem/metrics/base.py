@@ -1,0 +1,204 @@
+"""Common shape of every quality metric: a goal, bounds, a value and an optional breakdown.
+
+Every metric is a small configured object (scikit-learn style: ``__init__`` stores keyword
+arguments only) with
+
+* ``name`` (the registry key used by configs, the CLI and ``summary.json``),
+* ``goal`` (``"maximize"`` or ``"minimize"``) and ``bounds`` (``(low, high)``, ``inf`` allowed),
+* ``needs`` (extra tables it requires: ``"test"`` for MLE, ``"holdout"`` for the DCR share),
+* :meth:`Metric.evaluate` returning an immutable :class:`MetricResult` (value + per-column or
+  per-pair breakdown), and :meth:`Metric.compute` returning the value alone.
+
+Metrics are registered by name with :func:`register_metric` (an explicit registry, so the
+conformance tests iterate over all of them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from tabmem.data.encoding import TableEncoder
+from tabmem.data.schema import Schema, validate_table
+from tabmem.errors import TabmemError
+
+Goal = Literal["maximize", "minimize"]
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """Result of one metric: ``value`` (``None`` when it could not be computed), its goal and bounds.
+
+    ``breakdown`` holds one row per column or column pair where the metric has one;
+    ``details`` holds secondary numbers (e.g. the number of pairs scored, the MLE of the
+    real-data reference model).
+    """
+
+    name: str
+    value: float | None
+    goal: Goal
+    bounds: tuple[float, float]
+    breakdown: pd.DataFrame | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly summary (without the breakdown table)."""
+        return {
+            "name": self.name,
+            "value": _json_number(self.value),
+            "goal": self.goal,
+            "bounds": [_json_number(b) for b in self.bounds],
+            "details": _jsonable(self.details),
+        }
+
+
+class Metric:
+    """Base class: subclasses set ``name``, ``goal``, ``bounds`` and implement :meth:`evaluate`."""
+
+    name: ClassVar[str] = ""
+    goal: ClassVar[Goal] = "maximize"
+    bounds: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    needs: ClassVar[tuple[str, ...]] = ()
+
+    def evaluate(
+        self,
+        real: pd.DataFrame,
+        synthetic: pd.DataFrame,
+        schema: Schema,
+        *,
+        test: pd.DataFrame | None = None,
+        holdout: pd.DataFrame | None = None,
+    ) -> MetricResult:
+        raise NotImplementedError
+
+    def compute(self, real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, **tables: Any) -> float | None:
+        """The metric's value alone."""
+        return self.evaluate(real, synthetic, schema, **tables).value
+
+    def compute_breakdown(
+        self, real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, **tables: Any
+    ) -> pd.DataFrame | None:
+        """Per-column or per-pair table (``None`` for metrics without one)."""
+        return self.evaluate(real, synthetic, schema, **tables).breakdown
+
+    def get_params(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    def _result(self, value: float | None, breakdown: pd.DataFrame | None = None, **details: Any) -> MetricResult:
+        v = None if value is None or not np.isfinite(value) else float(value)
+        return MetricResult(self.name, v, self.goal, self.bounds, breakdown, details)
+
+
+METRICS: dict[str, type[Metric]] = {}
+M = TypeVar("M", bound=type[Metric])
+
+
+def register_metric(cls: M) -> M:
+    """Class decorator adding a metric to :data:`METRICS` under ``cls.name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    if cls.name in METRICS and METRICS[cls.name] is not cls:
+        raise ValueError(f"metric name {cls.name!r} registered twice")
+    METRICS[cls.name] = cls
+    return cls
+
+
+def get_metric(name: str, **params: Any) -> Metric:
+    """Instantiate the registered metric ``name`` with ``params``."""
+    _load_all()
+    if name not in METRICS:
+        raise TabmemError(f"unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))}")
+    return METRICS[name](**params)
+
+
+def list_metrics() -> list[str]:
+    _load_all()
+    return sorted(METRICS)
+
+
+def _load_all() -> None:
+    import tabmem.metrics  # noqa: F401  (importing the package registers every metric)
+
+
+# ------------------------------------------------------------------ shared data preparation
+@dataclass
+class PreparedTables:
+    """Validated real/synthetic tables and an encoder fitted on the real (training) table."""
+
+    real: pd.DataFrame
+    synthetic: pd.DataFrame
+    encoder: TableEncoder
+    schema: Schema
+
+
+def prepare_tables(
+    real: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    schema: Schema,
+    *,
+    nan: Literal["error", "match"] = "error",
+    extra_tables: dict[str, pd.DataFrame | None] | None = None,
+) -> tuple[PreparedTables, dict[str, pd.DataFrame | None]]:
+    """Validate ``real`` and ``synthetic`` (and optional extra tables) against ``schema``.
+
+    Numerical NaN: ``nan="error"`` raises a :class:`~tabmem.errors.SchemaError` naming the
+    column (metrics that need complete rows), ``"match"`` keeps NaN (metrics with a documented
+    NaN rule). Categories unseen in the real table are kept (they are a fidelity defect the
+    metrics must see, not an input error).
+    """
+    clean_real = validate_table(real, schema, name="real", nan=nan)
+    encoder = TableEncoder(schema).fit(clean_real, nan="match")
+    clean_syn = encoder.validate(synthetic, name="synthetic", nan=nan, unseen="mismatch")
+    extras: dict[str, pd.DataFrame | None] = {}
+    for key, table in (extra_tables or {}).items():
+        extras[key] = None if table is None else encoder.validate(table, name=key, nan=nan, unseen="mismatch")
+    return PreparedTables(clean_real, clean_syn, encoder, schema), extras
+
+
+def check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
+    """A fresh ``Generator`` (never the global numpy RNG)."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is not None and not isinstance(random_state, (int, np.integer)):
+        raise TabmemError(f"random_state must be an int, a numpy Generator or None, got {random_state!r}")
+    return np.random.default_rng(random_state)
+
+
+def check_positive_int(name: str, value: Any, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise TabmemError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _json_number(x: Any) -> Any:
+    if x is None:
+        return None
+    if isinstance(x, (float, np.floating)):
+        return float(x) if np.isfinite(x) else (None if np.isnan(x) else ("inf" if x > 0 else "-inf"))
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    return _json_number(obj)
+
+
+Callback = Callable[[str], None]
