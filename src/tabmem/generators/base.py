@@ -1,0 +1,714 @@
+"""One interface for every tabular generator: an owned training loop with callbacks,
+checkpoints that resume bit-exactly, seeded sampling and save/load.
+
+How to implement a generator
+----------------------------
+Subclass :class:`TabularGenerator`, decorate it with ``@register_generator("name")`` and implement
+five methods; the base class does everything else (validation, RNG discipline, the epoch loop,
+callbacks, checkpoints, resume, batched sampling, output dtypes, save/load)::
+
+    @register_generator("mymodel")
+    class MyModel(TabularGenerator):
+        PRESETS = {"small": {"epochs": 50, "batch_size": 512}}        # optional
+
+        def __init__(self, *, epochs=300, batch_size=500, lr=2e-4, random_state=None, device="auto"):
+            # scikit-learn rule: store every argument under its own name, nothing else.
+            self.epochs, self.batch_size, self.lr = epochs, batch_size, lr
+            self.random_state, self.device = random_state, device
+
+        def _build(self, train_clean, schema): ...     # models + optimizers from the clean table
+        def _train_epoch(self, epoch) -> dict: ...     # one pass over the data; return {"loss": ...}
+        def _sample_clean(self, n, generator) -> pd.DataFrame: ...   # n rows, see below
+        def _state_dict(self) -> dict: ...             # everything learned: model, optimizer, ...
+        def _load_state_dict(self, state) -> None: ... # inverse of _state_dict (after _build)
+
+What the base class gives you inside these methods:
+
+* ``self.encoder_``: a :class:`~tabmem.data.encoding.TableEncoder` fitted on the training table
+  (``categories_``, ``codes(clean)``, ``min_``/``max_``/``mean_``/``std_``...);
+* ``self.schema_``, ``self.n_train_``, ``self.device_`` (a ``torch.device``);
+* ``self.torch_generator_`` (a ``torch.Generator`` on ``device_``) and ``self.rng_`` (a numpy
+  ``Generator``): the ONLY randomness training may use (shuffling, noise, timesteps). Both are
+  saved in checkpoints. Never call ``np.random.*`` or the global ``torch`` RNG functions directly;
+  modules that use the global torch stream internally (``nn.init``, ``nn.Dropout``) are fine:
+  ``_build`` and ``_train_epoch`` run under a private copy of the global torch RNG that is
+  seeded from ``random_state``, checkpointed, and swapped out again afterwards, so the user's
+  global RNG is never touched.
+* ``_sample_clean(n, generator)`` receives a fresh ``torch.Generator`` (seeded from
+  ``sample(random_state=...)``) and runs in ``torch.inference_mode()`` with every module of the
+  generator in eval mode (restored afterwards). It returns a DataFrame with the schema's columns:
+  numerical columns as float (in raw training units), categorical columns either as integer
+  codes into ``self.encoder_.categories_[col]`` or as canonical category strings. The base class
+  calls it in chunks of at most ``sample_batch_size`` rows (bounded memory) and converts the
+  result to the training dtypes.
+* ``_state_dict`` must return only tensors, numbers, strings, lists and dicts (checkpoints are
+  loaded with ``torch.load(weights_only=True)``: no pickled objects). Include optimizer state
+  and any step counter used by a learning-rate schedule; RNG states, epoch, params, schema and
+  history are added by the base class.
+* ``_torch_modules()`` (optional override): the ``nn.Module`` objects to switch to eval mode
+  while sampling; by default every ``nn.Module`` attribute of the instance.
+
+Epochs are 1-based: ``_train_epoch(epoch)`` trains epoch ``epoch`` and callbacks see the same
+number. Resume continues at ``epoch_ + 1`` with the same RNG states, so an interrupted and
+resumed run yields exactly the weights of an uninterrupted one (on CPU).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import inspect
+import os
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from tabmem.data.encoding import TableEncoder
+from tabmem.data.schema import NA_CATEGORY, Schema, validate_table
+from tabmem.errors import TabmemError
+from tabmem.generators.callbacks import CallbackProtocol
+
+try:  # torch is an optional extra; give a clear message when missing
+    import torch
+except ModuleNotFoundError:  # pragma: no cover
+    torch = None  # type: ignore[assignment]
+
+FORMAT = "tabmem-generator"
+FORMAT_VERSION = 1
+_DEFAULT_SAMPLE_BATCH = 10_000
+
+__all__ = [
+    "TabularGenerator",
+    "GENERATORS",
+    "register_generator",
+    "get_generator",
+    "available_generators",
+    "load_generator",
+    "resolve_device",
+]
+
+# name -> class, filled by @register_generator; get_generator imports the built-in modules lazily.
+GENERATORS: dict[str, type[TabularGenerator]] = {}
+_BUILTIN_MODULES: dict[str, str] = {
+    "tabddpm": "tabmem.generators.tabddpm",
+    "tvae": "tabmem.generators.tvae",
+    "ctgan": "tabmem.generators.ctgan",
+    "llm": "tabmem.generators.llm",
+}
+
+
+def _require_torch() -> None:
+    if torch is None:  # pragma: no cover
+        raise TabmemError("tabmem generators need torch: pip install 'tabmem[torch]' torch==2.13.0")
+
+
+def register_generator(name: str):
+    """Class decorator: register a :class:`TabularGenerator` subclass under ``name``."""
+
+    def deco(cls: type[TabularGenerator]) -> type[TabularGenerator]:
+        if not (isinstance(cls, type) and issubclass(cls, TabularGenerator)):
+            raise TypeError(f"register_generator({name!r}) must decorate a TabularGenerator subclass")
+        existing = GENERATORS.get(name)
+        if existing is not None and existing.__qualname__ != cls.__qualname__:
+            raise ValueError(
+                f"generator name {name!r} is already registered by {existing.__module__}.{existing.__qualname__}"
+            )
+        cls.name = name
+        GENERATORS[name] = cls
+        return cls
+
+    return deco
+
+
+def _import_builtin(name: str) -> None:
+    import importlib
+
+    module = _BUILTIN_MODULES.get(name)
+    if module is None or name in GENERATORS:
+        return
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("tabmem"):
+            return  # that generator is not part of this installation
+        raise TabmemError(
+            f"generator {name!r} needs the optional dependency {exc.name!r}: pip install 'tabmem[all]'"
+        ) from None
+
+
+def available_generators() -> list[str]:
+    """Names of all generators that can be built in this installation."""
+    for name in _BUILTIN_MODULES:
+        with contextlib.suppress(TabmemError):
+            _import_builtin(name)
+    return sorted(GENERATORS)
+
+
+def get_generator(name: str, *, preset: str | None = None, **params: Any) -> TabularGenerator:
+    """Build the generator registered as ``name`` (optionally from a ``preset``; ``params`` override)."""
+    _require_torch()
+    _import_builtin(name)
+    cls = GENERATORS.get(name)
+    if cls is None:
+        raise TabmemError(f"unknown generator {name!r}; available: {', '.join(available_generators()) or 'none'}")
+    return cls.from_preset(preset, **params) if preset is not None else cls(**params)
+
+
+def load_generator(path: str | Path, *, device: str | None = None) -> TabularGenerator:
+    """Load any generator saved with :meth:`TabularGenerator.save` (or a checkpoint)."""
+    return TabularGenerator.load(path, device=device)
+
+
+def resolve_device(device: str | None) -> torch.device:
+    """``"auto"``/``None`` -> ``cuda`` when present else ``cpu``; anything else is checked."""
+    _require_torch()
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise TabmemError(f"device: cannot parse {device!r} ({exc})") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise TabmemError(f"device={device!r} requested but CUDA is not available on this machine")
+    return dev
+
+
+def _derive_seed(*entropy: int) -> int:
+    """A 63-bit seed derived from integers (SeedSequence: independent streams per purpose)."""
+    return int(
+        np.random.SeedSequence([int(e) % (2**63) for e in entropy]).generate_state(2, np.uint32).view(np.uint64)[0] >> 1
+    )
+
+
+def _check_random_state(value: Any, name: str = "random_state") -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or int(value) < 0:
+        raise TabmemError(f"{name} must be a non-negative integer or None, got {value!r}")
+    return int(value)
+
+
+def _table_fingerprint(clean: pd.DataFrame) -> str:
+    h = hashlib.sha256()
+    h.update(",".join(map(str, clean.columns)).encode())
+    h.update(pd.util.hash_pandas_object(clean, index=False).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def _atomic_torch_save(obj: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+class TabularGenerator:
+    """Base class of tabmem generators (see the module docstring for how to implement one).
+
+    Public API: :meth:`fit`, :meth:`sample`, :meth:`save`, :meth:`load`, :meth:`save_checkpoint`,
+    :meth:`get_params`, :meth:`from_preset`. Learned attributes end in ``_``: ``schema_``,
+    ``encoder_``, ``n_train_``, ``epoch_`` (completed epochs), ``history_`` (one dict per epoch),
+    ``seed_`` (the seed actually used), ``device_``, ``stopped_early_``.
+    """
+
+    name: ClassVar[str] = "base"
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
+    sample_batch_size: int = _DEFAULT_SAMPLE_BATCH
+    # params that may differ between a checkpoint and the run resuming it
+    _RESUME_MUTABLE: ClassVar[frozenset[str]] = frozenset({"epochs", "device"})
+
+    # ----------------------------------------------------------- to implement
+    def _build(self, train_clean: pd.DataFrame, schema: Schema) -> None:
+        raise NotImplementedError
+
+    def _train_epoch(self, epoch: int) -> dict[str, float]:
+        raise NotImplementedError
+
+    def _sample_clean(self, n: int, generator: torch.Generator) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def _state_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _load_state_dict(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _torch_modules(self) -> list[torch.nn.Module]:
+        """Modules switched to eval mode while sampling (default: every nn.Module attribute)."""
+        return [v for v in vars(self).values() if isinstance(v, torch.nn.Module)]
+
+    # ------------------------------------------------------------- parameters
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [
+            p.name
+            for p in sig.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+
+    def get_params(self) -> dict[str, Any]:
+        """Constructor arguments (scikit-learn convention)."""
+        return {k: copy.deepcopy(getattr(self, k)) for k in self._param_names()}
+
+    def set_params(self, **params: Any) -> TabularGenerator:
+        names = set(self._param_names())
+        for k, v in params.items():
+            if k not in names:
+                raise TabmemError(f"{type(self).__name__}: unknown parameter {k!r}; valid: {sorted(names)}")
+            setattr(self, k, v)
+        return self
+
+    @classmethod
+    def from_preset(cls, preset: str | None, **overrides: Any) -> TabularGenerator:
+        """Instance from a named preset (``cls.PRESETS``) with ``overrides`` applied on top."""
+        if preset is None:
+            return cls(**overrides)
+        if preset not in cls.PRESETS:
+            raise TabmemError(f"{cls.name}: unknown preset {preset!r}; available: {sorted(cls.PRESETS) or 'none'}")
+        params = {**cls.PRESETS[preset], **overrides}
+        unknown = sorted(set(params) - set(cls._param_names()))
+        if unknown:
+            raise TabmemError(f"{cls.name}: unknown parameter(s) {unknown}; valid: {cls._param_names()}")
+        return cls(**params)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def _check_common_params(self) -> None:
+        epochs = getattr(self, "epochs", None)
+        if not isinstance(epochs, (int, np.integer)) or isinstance(epochs, bool) or epochs < 1:
+            raise TabmemError(f"{type(self).__name__}: epochs must be a positive integer, got {epochs!r}")
+        bs = getattr(self, "batch_size", 1)
+        if not isinstance(bs, (int, np.integer)) or isinstance(bs, bool) or bs < 1:
+            raise TabmemError(f"{type(self).__name__}: batch_size must be a positive integer, got {bs!r}")
+        _check_random_state(getattr(self, "random_state", None))
+
+    @property
+    def is_fitted(self) -> bool:
+        return getattr(self, "epoch_", 0) > 0 and hasattr(self, "schema_")
+
+    # ----------------------------------------------------------- RNG plumbing
+    def _devices_for_fork(self) -> list[int]:
+        if self.device_.type == "cuda":
+            return [self.device_.index if self.device_.index is not None else torch.cuda.current_device()]
+        return []
+
+    @contextlib.contextmanager
+    def _private_global_rng(self) -> Iterator[None]:
+        """Run a block under this generator's own copy of the global torch RNG streams."""
+        with torch.random.fork_rng(devices=self._devices_for_fork()):
+            torch.set_rng_state(self._global_cpu_state)
+            if self.device_.type == "cuda" and self._global_cuda_state is not None:
+                torch.cuda.set_rng_state(self._global_cuda_state, self.device_)
+            try:
+                yield
+            finally:
+                self._global_cpu_state = torch.get_rng_state()
+                if self.device_.type == "cuda":
+                    self._global_cuda_state = torch.cuda.get_rng_state(self.device_)
+
+    def _init_rngs(self, seed: int) -> None:
+        self.seed_ = seed
+        self.torch_generator_ = torch.Generator(device=self.device_)
+        self.torch_generator_.manual_seed(_derive_seed(seed, 1))
+        self.rng_ = np.random.default_rng(np.random.SeedSequence([seed, 2]))
+        with torch.random.fork_rng(devices=self._devices_for_fork()):
+            torch.manual_seed(_derive_seed(seed, 3))
+            self._global_cpu_state = torch.get_rng_state()
+            self._global_cuda_state = torch.cuda.get_rng_state(self.device_) if self.device_.type == "cuda" else None
+
+    def _rng_state(self) -> dict[str, Any]:
+        return {
+            "torch_generator": self.torch_generator_.get_state(),
+            "numpy": self.rng_.bit_generator.state,
+            "global_cpu": self._global_cpu_state,
+            "global_cuda": self._global_cuda_state,
+            "device_type": self.device_.type,
+        }
+
+    def _set_rng_state(self, state: dict[str, Any]) -> None:
+        if state["device_type"] == self.device_.type:
+            self.torch_generator_.set_state(state["torch_generator"])
+            self._global_cuda_state = state["global_cuda"]
+        else:  # moved between cpu and cuda: the run continues, but is no longer bit-identical
+            self.torch_generator_.manual_seed(_derive_seed(self.seed_, 1, self.epoch_))
+        self.rng_.bit_generator.state = state["numpy"]
+        self._global_cpu_state = state["global_cpu"]
+
+    # -------------------------------------------------------------------- fit
+    def fit(
+        self,
+        train: pd.DataFrame,
+        schema: Schema | None = None,
+        *,
+        callbacks: Sequence[CallbackProtocol] | None = None,
+        random_state: int | None = None,
+        resume_from: str | Path | None = None,
+        checkpoint_every: int | None = None,
+        checkpoint_path: str | Path | None = None,
+    ) -> TabularGenerator:
+        """Train on ``train`` (raw units) for ``self.epochs`` epochs; returns ``self``.
+
+        ``schema`` defaults to :meth:`Schema.infer`. ``random_state`` overrides the constructor's;
+        ``None`` in both draws a fresh seed, kept in ``seed_`` (and in checkpoints) so the run can
+        be reproduced. ``resume_from`` is a checkpoint written by this generator class on the same
+        training table: training continues at the next epoch and ends with exactly the weights of
+        an uninterrupted run. ``checkpoint_every``/``checkpoint_path`` add a
+        :class:`~tabmem.generators.callbacks.CheckpointCallback`.
+        """
+        _require_torch()
+        self._check_common_params()
+        if not isinstance(train, pd.DataFrame):
+            raise TabmemError(f"fit: train must be a pandas DataFrame, got {type(train).__name__}")
+        if schema is None:
+            schema = Schema.infer(train)
+        elif not isinstance(schema, Schema):
+            raise TabmemError(f"fit: schema must be a tabmem Schema, got {type(schema).__name__}")
+        callbacks = list(callbacks or [])
+        for cb in callbacks:
+            if not any(hasattr(cb, m) for m in ("on_fit_start", "on_epoch_end", "on_fit_end")):
+                raise TabmemError(
+                    f"fit: {cb!r} is not a callback (it has none of on_fit_start/on_epoch_end/on_fit_end)"
+                )
+        if checkpoint_every is not None or checkpoint_path is not None:
+            if checkpoint_every is None or checkpoint_path is None:
+                raise TabmemError("fit: pass both checkpoint_every and checkpoint_path (or neither)")
+            from tabmem.generators.callbacks import CheckpointCallback
+
+            callbacks.append(CheckpointCallback(checkpoint_every, checkpoint_path))
+        callbacks = sorted(callbacks, key=lambda cb: getattr(cb, "order", 0))
+
+        clean = validate_table(train, schema, name="training", nan="error")
+        if len(clean) < 2:
+            raise TabmemError(f"fit: the training table needs at least 2 rows, got {len(clean)}")
+        self.device_ = resolve_device(getattr(self, "device", "auto"))
+        self._record_training_meta(train, clean, schema)
+
+        ckpt = None
+        if resume_from is not None:
+            ckpt = self._read_file(resume_from)
+            self._check_resume(ckpt, clean)
+            seed = int(ckpt["seed"])
+        else:
+            seed = _check_random_state(random_state)
+            if seed is None:
+                seed = _check_random_state(getattr(self, "random_state", None))
+            if seed is None:
+                seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
+        self._init_rngs(seed)
+        self.epoch_ = 0
+        self.history_: list[dict[str, Any]] = []
+        self.stopped_early_ = False
+        self._train_clean = clean  # kept only during fit (callbacks may read it); never saved
+        try:
+            with self._private_global_rng():
+                self._build(clean, schema)
+            if ckpt is not None:
+                self.epoch_ = int(ckpt["epoch"])
+                self.history_ = list(ckpt["history"])
+                self._load_state_dict(ckpt["state"])
+                self._set_rng_state(ckpt["rng"])
+            for cb in callbacks:
+                if hasattr(cb, "on_fit_start"):
+                    cb.on_fit_start(self)
+            for epoch in range(self.epoch_ + 1, int(self.epochs) + 1):
+                t0 = time.perf_counter()
+                self._set_train_mode(True)
+                with self._private_global_rng():
+                    logs = dict(self._train_epoch(epoch))
+                self.epoch_ = epoch
+                logs = {k: float(v) for k, v in logs.items()}
+                logs["epoch_time"] = time.perf_counter() - t0
+                self.history_.append({"epoch": epoch, **logs})
+                stop = False
+                for cb in callbacks:
+                    if hasattr(cb, "on_epoch_end"):
+                        stop = bool(cb.on_epoch_end(self, epoch, logs)) or stop
+                self.history_[-1] = {"epoch": epoch, **{k: v for k, v in logs.items() if _is_number(v)}}
+                if stop:
+                    self.stopped_early_ = epoch < int(self.epochs)
+                    break
+            for cb in callbacks:
+                if hasattr(cb, "on_fit_end"):
+                    cb.on_fit_end(self)
+        finally:
+            self._train_clean = None
+        return self
+
+    @property
+    def training_table_(self) -> pd.DataFrame:
+        """The validated training table; available to callbacks during ``fit`` only."""
+        table = getattr(self, "_train_clean", None)
+        if table is None:
+            raise TabmemError("the training table is only available during fit (it is never stored with the model)")
+        return table
+
+    def _set_train_mode(self, mode: bool) -> None:
+        for m in self._torch_modules():
+            m.train(mode)
+
+    def _record_training_meta(self, train: pd.DataFrame, clean: pd.DataFrame, schema: Schema) -> None:
+        self.schema_ = schema
+        self.encoder_ = TableEncoder(schema).fit(clean)
+        self.n_train_ = int(len(clean))
+        self.fingerprint_ = _table_fingerprint(clean)
+        renamed = train.rename(columns=str)
+        self.dtypes_ = {c: str(renamed[c].dtype) for c in schema.columns}
+
+    def _check_resume(self, ckpt: dict[str, Any], clean: pd.DataFrame) -> None:
+        if ckpt.get("class") != self.name:
+            raise TabmemError(f"resume_from: the checkpoint is for generator {ckpt.get('class')!r}, not {self.name!r}")
+        if ckpt.get("fingerprint") != self.fingerprint_:
+            raise TabmemError(
+                "resume_from: the checkpoint was trained on a different training table (fingerprints differ)"
+            )
+        mine, theirs = self.get_params(), ckpt["params"]
+        diff = sorted(
+            k
+            for k in set(mine) | set(theirs)
+            if k not in self._RESUME_MUTABLE and k != "random_state" and mine.get(k) != theirs.get(k)
+        )
+        if diff:
+            details = "; ".join(f"{k}: checkpoint {theirs.get(k)!r} vs now {mine.get(k)!r}" for k in diff)
+            raise TabmemError(f"resume_from: parameters differ from the checkpoint ({details})")
+        if int(ckpt["epoch"]) > int(self.epochs):
+            raise TabmemError(f"resume_from: the checkpoint is at epoch {ckpt['epoch']} but epochs={self.epochs}")
+
+    # ----------------------------------------------------------------- sample
+    def sample(self, n: int, *, random_state: int | None = None, batch_size: int | None = None) -> pd.DataFrame:
+        """``n`` synthetic rows with the training columns, kinds and dtypes.
+
+        Categories come only from the training table; numerical columns are float, rounded back
+        to integers where the training column was an integer dtype. The same ``random_state``
+        gives the same rows; ``None`` draws fresh randomness. Sampling never touches the
+        training RNG, the global RNG or the train/eval modes (it restores all of them), so a
+        callback may sample mid-training without changing the training trajectory.
+        """
+        if not self.is_fitted and getattr(self, "_train_clean", None) is None:
+            raise TabmemError(f"{type(self).__name__} is not fitted: call fit() or load() first")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise TabmemError(f"sample: n must be a positive integer, got {n!r}")
+        seed = _check_random_state(random_state)
+        if seed is None:
+            seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
+        bs = int(batch_size or self.sample_batch_size)
+        if bs < 1:
+            raise TabmemError(f"sample: batch_size must be positive, got {batch_size!r}")
+        modes = [(m, m.training) for m in self._torch_modules()]
+        parts: list[pd.DataFrame] = []
+        try:
+            for m, _ in modes:
+                m.eval()
+            with torch.random.fork_rng(devices=self._devices_for_fork()), torch.inference_mode():
+                torch.manual_seed(_derive_seed(seed, 11))
+                gen = torch.Generator(device=self.device_)
+                gen.manual_seed(_derive_seed(seed, 12))
+                done = 0
+                while done < n:
+                    k = min(bs, n - done)
+                    part = self._sample_clean(k, gen)
+                    if len(part) != k:
+                        raise RuntimeError(
+                            f"{type(self).__name__}._sample_clean returned {len(part)} rows, expected {k}"
+                        )
+                    parts.append(self._decode_categories(part))
+                    done += k
+        finally:
+            for m, mode in modes:
+                m.train(mode)
+        clean = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
+        return self._to_training_dtypes(clean)
+
+    def _decode_categories(self, part: pd.DataFrame) -> pd.DataFrame:
+        part = part.copy()
+        for c in self.schema_.categorical:
+            col = part[c]
+            if pd.api.types.is_integer_dtype(col.dtype):
+                cats = self.encoder_.categories_[c]
+                codes = col.to_numpy()
+                if codes.size and (codes.min() < 0 or codes.max() >= len(cats)):
+                    raise RuntimeError(
+                        f"{type(self).__name__}._sample_clean returned out-of-range codes for column {c!r}"
+                    )
+                part[c] = cats[codes]
+        return part[list(self.schema_.columns)]
+
+    def _to_training_dtypes(self, clean: pd.DataFrame) -> pd.DataFrame:
+        out: dict[str, Any] = {}
+        for c in self.schema_.columns:
+            dtype = self.dtypes_.get(c, "object")
+            values = clean[c]
+            if c in self.schema_.numerical:
+                arr = values.to_numpy(dtype=np.float64)
+                if dtype.lower().startswith(("int", "uint")) and np.isfinite(arr).all():
+                    lo = 0.0 if dtype.lower().startswith("uint") else -(2.0**62)
+                    arr = np.clip(np.rint(arr), lo, 2.0**62).astype(np.int64)
+                    out[c] = pd.array(arr, dtype=dtype) if dtype[0] in "IU" else arr.astype(dtype)
+                else:
+                    out[c] = arr
+            else:
+                out[c] = _categories_to_dtype(values.to_numpy(dtype=object), dtype)
+        return pd.DataFrame(out, columns=list(self.schema_.columns))
+
+    # -------------------------------------------------------------- save/load
+    def _payload(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "class": self.name,
+            "params": self.get_params(),
+            "schema": self.schema_.to_dict(),
+            "dtypes": dict(self.dtypes_),
+            "encoder": _encoder_state(self.encoder_),
+            "n_train": self.n_train_,
+            "fingerprint": self.fingerprint_,
+            "seed": self.seed_,
+            "epoch": self.epoch_,
+            "history": list(self.history_),
+            "stopped_early": bool(self.stopped_early_),
+            "rng": self._rng_state(),
+            "state": self._state_dict(),
+        }
+
+    def save_checkpoint(self, path: str | Path) -> Path:
+        """Write a resumable checkpoint (atomic). Same content as :meth:`save`."""
+        path = Path(path)
+        _atomic_torch_save(self._payload(), path)
+        return path
+
+    def save(self, path: str | Path) -> Path:
+        """Save the fitted generator (model, optimizer, RNG states, config, schema); no training rows."""
+        if not self.is_fitted:
+            raise TabmemError(f"{type(self).__name__} is not fitted: nothing to save")
+        return self.save_checkpoint(path)
+
+    @staticmethod
+    def _read_file(path: str | Path) -> dict[str, Any]:
+        _require_torch()
+        p = Path(path)
+        if p.is_dir():
+            for candidate in ("model.pt", "checkpoint.pt"):
+                if (p / candidate).is_file():
+                    p = p / candidate
+                    break
+        if not p.is_file():
+            raise TabmemError(f"no saved generator at {str(path)!r}")
+        try:
+            payload = torch.load(p, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is a user error here
+            raise TabmemError(
+                f"{str(p)!r} is not a readable tabmem generator file ({type(exc).__name__}: {exc})"
+            ) from None
+        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+            raise TabmemError(f"{str(p)!r} is not a tabmem generator file")
+        if int(payload.get("version", 0)) > FORMAT_VERSION:
+            raise TabmemError(f"{str(p)!r} was written by a newer tabmem (format {payload['version']})")
+        return payload
+
+    @classmethod
+    def load(cls, path: str | Path, *, device: str | None = None) -> TabularGenerator:
+        """Load a generator written by :meth:`save` or a checkpoint; ready to :meth:`sample`."""
+        payload = cls._read_file(path)
+        name = payload["class"]
+        _import_builtin(name)
+        target = GENERATORS.get(name)
+        if target is None:
+            raise TabmemError(f"{str(path)!r} holds a {name!r} generator, which is not available here")
+        if cls is not TabularGenerator and not issubclass(target, cls):
+            raise TabmemError(f"{str(path)!r} holds a {name!r} generator, not a {cls.__name__}")
+        params = dict(payload["params"])
+        if device is not None:
+            params["device"] = device
+        gen = target(**params)
+        gen._restore(payload)
+        return gen
+
+    def _restore(self, payload: dict[str, Any]) -> None:
+        schema = Schema.from_dict(payload["schema"])
+        self.device_ = resolve_device(getattr(self, "device", "auto"))
+        self.schema_ = schema
+        self.encoder_ = _encoder_from_state(schema, payload["encoder"])
+        self.dtypes_ = dict(payload["dtypes"])
+        self.n_train_ = int(payload["n_train"])
+        self.fingerprint_ = payload["fingerprint"]
+        self.epoch_ = int(payload["epoch"])
+        self.history_ = list(payload["history"])
+        self.stopped_early_ = bool(payload.get("stopped_early", False))
+        self._init_rngs(int(payload["seed"]))
+        self._train_clean = None
+        with self._private_global_rng():
+            self._build(_placeholder_table(schema, self.encoder_, self.n_train_), schema)
+        self._load_state_dict(payload["state"])
+        self._set_rng_state(payload["rng"])
+
+
+# ------------------------------------------------------------------ helpers
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+def _categories_to_dtype(values: np.ndarray, dtype: str) -> Any:
+    """Canonical category strings back to the training column's dtype."""
+    na = values == NA_CATEGORY
+    d = dtype.lower()
+    if d in ("bool", "boolean"):
+        out = values == "True"
+        return pd.array([None if m else bool(v) for v, m in zip(out, na)], dtype="boolean") if na.any() else out
+    if d.startswith(("int", "uint")):
+        if na.any():
+            return pd.array([None if m else int(v) for v, m in zip(values, na)], dtype="Int64")
+        return values.astype(np.int64)
+    if d.startswith("float"):
+        out = np.full(len(values), np.nan)
+        out[~na] = values[~na].astype(np.float64)
+        return out
+    if d == "category":
+        return pd.Categorical([None if m else v for v, m in zip(values, na)])
+    return np.where(na, None, values).astype(object) if na.any() else values.astype(object)
+
+
+def _encoder_state(enc: TableEncoder) -> dict[str, Any]:
+    return {
+        "categories": {c: [str(v) for v in cats.tolist()] for c, cats in enc.categories_.items()},
+        "min": torch.as_tensor(np.asarray(enc.min_, dtype=np.float64)),
+        "max": torch.as_tensor(np.asarray(enc.max_, dtype=np.float64)),
+        "mean": torch.as_tensor(np.asarray(enc.mean_, dtype=np.float64)),
+        "std": torch.as_tensor(np.asarray(enc.std_, dtype=np.float64)),
+        "n_train": int(enc.n_train_),
+    }
+
+
+def _encoder_from_state(schema: Schema, state: dict[str, Any]) -> TableEncoder:
+    enc = TableEncoder(schema)
+    enc.categories_ = {c: np.array(v, dtype=object) for c, v in state["categories"].items()}
+    enc._lookup = {c: {v: i for i, v in enumerate(cats)} for c, cats in enc.categories_.items()}
+    enc.min_ = state["min"].numpy().copy()
+    enc.max_ = state["max"].numpy().copy()
+    enc.mean_ = state["mean"].numpy().copy()
+    enc.std_ = state["std"].numpy().copy()
+    enc.range_ = enc.max_ - enc.min_
+    enc.n_train_ = int(state["n_train"])
+    return enc
+
+
+def _placeholder_table(schema: Schema, enc: TableEncoder, n: int) -> pd.DataFrame:
+    """A table with the training layout (no training values) so that ``_build`` can size models on load.
+
+    ``_build`` must not rely on the training *values* for anything that ``_state_dict`` does not
+    restore afterwards (e.g. quantiles must be part of the state).
+    """
+    rows = max(2, min(n, 64))
+    data: dict[str, Any] = {}
+    for j, c in enumerate(schema.numerical):
+        data[c] = np.linspace(enc.min_[j], enc.max_[j], rows)
+    for c in schema.categorical:
+        cats = enc.categories_[c]
+        data[c] = cats[np.arange(rows) % len(cats)]
+    return pd.DataFrame(data)[list(schema.columns)]
