@@ -65,6 +65,8 @@ __all__ = [
     "register_dataset",
     "resolve_cache_dir",
     "resolve_data_dir",
+    "sha256_file",
+    "verify_local_files",
 ]
 
 DOWNLOAD_TIMEOUT_S = 30.0
@@ -123,7 +125,11 @@ class Dataset:
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """One line of :func:`list_datasets`: static facts plus local availability."""
+    """One line of :func:`list_datasets`: static facts plus local availability.
+
+    ``n_columns`` counts every column (target included); ``n_numerical`` / ``n_categorical``
+    count the *features* only, as the ``SOURCE.md`` tables do ("6 num, 8 cat, target").
+    """
 
     name: str
     task: Task
@@ -411,14 +417,29 @@ def list_datasets(
                 n_val=sizes.get("val"),
                 n_test=sizes.get("test"),
                 n_columns=len(spec.columns),
-                n_numerical=len(spec.numerical),
-                n_categorical=len(spec.categorical),
+                n_numerical=sum(c != spec.target for c in spec.numerical),
+                n_categorical=sum(c != spec.target for c in spec.categorical),
                 available_locally=files.available(),
                 source=spec.source,
                 split=spec.split,
             )
         )
     return infos
+
+
+def verify_local_files(
+    name: str, *, data_dir: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None
+) -> dict[str, bool | None]:
+    """sha256 check of a dataset's local files: ``{path: True (ok) / False (mismatch) / None (absent or no checksum)}``."""
+    spec = get_dataset_spec(name)
+    files = DatasetFiles(
+        spec, data_dir=resolve_data_dir(data_dir), cache_dir=resolve_cache_dir(cache_dir), download=False, verify=False
+    )
+    out: dict[str, bool | None] = {}
+    for declared in spec.files:
+        found = files.local(declared.path)
+        out[declared.path] = None if found is None or not declared.sha256 else sha256_file(found) == declared.sha256
+    return out
 
 
 def load_dataset(
