@@ -9,5 +9,7 @@ from tabmem.data.serialization.base import SERIALIZERS, ParseResult, RowSerializ
 # format modules (one import line each; importing registers them)
 from tabmem.data.serialization import canonical  # noqa: E402,F401  isort: skip
 from tabmem.data.serialization import paper  # noqa: E402,F401  isort: skip
+from tabmem.data.serialization import great  # noqa: E402,F401  isort: skip
+from tabmem.data.serialization import realtabformer  # noqa: E402,F401  isort: skip
 
 __all__ = ["SERIALIZERS", "ParseResult", "RowSerializer", "get_serializer", "register_serializer"]

@@ -1,0 +1,171 @@
+"""GReaT row format: ``col is value, col is value, ...`` with a random column order per row.
+
+Borisov et al., "Language Models are Realistic Tabular Data Generators" (ICLR 2023): every
+training example is the row written as ``"{column} is {value}"`` cells joined by ``", "``, in a
+fresh random column order each time it is shown to the model, so that the model can be
+prompted with any subset of columns. Here the order is drawn from a seeded numpy generator
+(``random_state``, or an explicit ``rng`` per call so that each epoch gets new orders).
+
+Numerical values are written with the fewest fixed decimals that represent every training
+value (integers without ``.0``, never scientific notation); categories as their canonical
+strings. Parsing accepts any column order, and a row is valid only when every column appears
+exactly once with a finite number or a category seen when fitting (the rest are counted and
+dropped, never raised).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from tabmem.data.schema import NA_CATEGORY, Schema, validate_table
+from tabmem.data.serialization.base import ParseResult, RowSerializer, register_serializer
+from tabmem.data.serialization.canonical import decimals_needed, format_fixed
+from tabmem.errors import TabmemError
+
+
+@register_serializer("great")
+class GReaTSerializer(RowSerializer):
+    """``col is value`` cells joined by ``", "``, column order shuffled per row (GReaT).
+
+    Parameters
+    ----------
+    permute:
+        Shuffle the column order of every row (GReaT training); ``False`` keeps the schema order.
+    random_state:
+        Seed of the shuffles when :meth:`serialize` gets no ``rng``.
+    max_decimals:
+        Cap on the learned number of decimals of a numerical column.
+    nan_token:
+        Written for a missing value.
+    """
+
+    separator = ", "
+    connector = " is "
+
+    def __init__(
+        self, permute: bool = True, random_state: int | None = None, max_decimals: int = 6, nan_token: str = "NaN"
+    ) -> None:
+        self.permute = permute
+        self.random_state = random_state
+        self.max_decimals = max_decimals
+        self.nan_token = nan_token
+
+    def _fit(self, train_df: pd.DataFrame, schema: Schema) -> None:
+        bad = [c for c in schema.columns if self.separator.strip() in c or self.connector in c]
+        if bad:
+            raise TabmemError(f"great serializer: column names may not contain ',' or ' is ': {bad}")
+        clean = validate_table(train_df, schema, name="training", nan="match", extra="ignore")
+        self.columns_ = tuple(schema.columns)
+        self.decimals_ = {
+            c: decimals_needed(clean[c].to_numpy(dtype=np.float64), int(self.max_decimals)) for c in schema.numerical
+        }
+        self.categories_ = {c: set(clean[c].tolist()) for c in schema.categorical}
+        names = sorted(self.columns_, key=len, reverse=True)
+        self._pattern = re.compile("(?:^|, )(" + "|".join(re.escape(c) for c in names) + ") is ")
+
+    def _cells(self, clean: pd.DataFrame) -> list[np.ndarray]:
+        cols = []
+        for c in self.columns_:
+            if c in self.decimals_:
+                vals = format_fixed(clean[c].to_numpy(dtype=np.float64), self.decimals_[c], self.nan_token)
+            else:
+                vals = np.array([self.nan_token if t == NA_CATEGORY else t for t in clean[c].tolist()], dtype=object)
+            cols.append(np.array([f"{c}{self.connector}{v}" for v in vals.tolist()], dtype=object))
+        return cols
+
+    def serialize(self, df: pd.DataFrame, *, name: str = "table", rng: np.random.Generator | None = None) -> list[str]:
+        """One text per row; the column order is shuffled per row when ``permute`` is set."""
+        self._check_fitted()
+        if len(df) == 0:
+            return []
+        clean = validate_table(df, self.schema_, name=name, nan="match", extra="ignore")
+        cells = np.stack(self._cells(clean), axis=1)  # (n, k) object
+        if self.permute:
+            rng = rng if rng is not None else np.random.default_rng(self.random_state)
+            order = rng.permuted(np.tile(np.arange(cells.shape[1]), (cells.shape[0], 1)), axis=1)
+            cells = np.take_along_axis(cells, order, axis=1)
+        return [self.separator.join(row) for row in cells.tolist()]
+
+    def prompt(self, conditions: dict[str, object]) -> str:
+        """The text prefix that conditions generation on the given column values (GReaT sampling)."""
+        self._check_fitted()
+        unknown = [c for c in conditions if c not in self.columns_]
+        if unknown:
+            raise TabmemError(f"conditions: unknown column(s) {unknown}; columns: {list(self.columns_)}")
+        frame = pd.DataFrame({c: [v] for c, v in conditions.items()})
+        parts = []
+        for c in conditions:
+            if c in self.decimals_:
+                v = format_fixed(pd.to_numeric(frame[c]).to_numpy(dtype=float), self.decimals_[c], self.nan_token)[0]
+            else:
+                from tabmem.data.schema import canonical_category
+
+                v = canonical_category(frame[c].iloc[0])
+                if v not in self.categories_[c]:
+                    raise TabmemError(f"conditions: category {v!r} of column {c!r} was not seen when fitting")
+            parts.append(f"{c}{self.connector}{v}")
+        return self.separator.join(parts) + self.separator
+
+    def parse(self, texts: Sequence[str]) -> ParseResult:
+        """Texts -> table (any column order); rows with a missing/duplicated/unknown/invalid cell are dropped."""
+        self._check_fitted()
+        rows, index, reasons = [], [], []
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                reasons.append(f"text {i}: not a string ({type(text).__name__})")
+                continue
+            text = text.strip().rstrip(",").strip()
+            matches = list(self._pattern.finditer(text))
+            if not matches or matches[0].start() != 0:
+                reasons.append(f"text {i}: does not start with '<column> is '")
+                continue
+            found: dict[str, str] = {}
+            problem = None
+            for k, m in enumerate(matches):
+                end = matches[k + 1].start() if k + 1 < len(matches) else len(text)
+                col, value = m.group(1), text[m.end() : end]
+                if col in found:
+                    problem = f"column {col!r} appears twice"
+                    break
+                found[col] = value
+            if problem is None and len(found) != len(self.columns_):
+                missing = [c for c in self.columns_ if c not in found]
+                problem = f"missing column(s) {missing}"
+            row: list[object] = []
+            if problem is None:
+                for c in self.columns_:
+                    cell = found[c].strip()
+                    if c in self.decimals_:
+                        if cell == self.nan_token:
+                            row.append(np.nan)
+                            continue
+                        try:
+                            value = float(cell)
+                        except ValueError:
+                            problem = f"column {c!r}: {cell[:40]!r} is not a number"
+                            break
+                        if not np.isfinite(value):
+                            problem = f"column {c!r}: {cell[:40]!r} is not finite"
+                            break
+                        row.append(value)
+                    else:
+                        token = NA_CATEGORY if cell == self.nan_token else cell
+                        if token not in self.categories_[c]:
+                            problem = f"column {c!r}: category {cell[:40]!r} was not seen when fitting"
+                            break
+                        row.append(token)
+            if problem:
+                reasons.append(f"text {i}: {problem}")
+                continue
+            rows.append(row)
+            index.append(i)
+        table = pd.DataFrame(rows, columns=list(self.columns_), index=pd.Index(index, dtype=np.int64))
+        for c in self.decimals_:
+            table[c] = table[c].astype(np.float64)
+        for c in self.categories_:
+            table[c] = table[c].astype(object)
+        return ParseResult(table=table, n_invalid=len(reasons), invalid_reasons=reasons)
