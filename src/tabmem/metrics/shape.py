@@ -44,6 +44,16 @@ def ks_complement(real: np.ndarray, synthetic: np.ndarray) -> float:
     return 1.0 - ks_statistic(x, y)
 
 
+def total_variation(real: np.ndarray, synthetic: np.ndarray) -> float:
+    """Exact total-variation distance ``1/2 sum_v |p_real(v) - p_syn(v)|`` (every category, NA included)."""
+    r = np.asarray(real, dtype=object)
+    s = np.asarray(synthetic, dtype=object)
+    codes, uniques = pd.factorize(np.concatenate([r, s]))
+    cr = np.bincount(codes[: r.size], minlength=len(uniques)) / max(r.size, 1)
+    cs = np.bincount(codes[r.size :], minlength=len(uniques)) / max(s.size, 1)
+    return float(0.5 * np.abs(cr - cs).sum())
+
+
 def tv_complement(real: np.ndarray, synthetic: np.ndarray) -> float:
     """SDMetrics TVComplement on canonical category strings (``"<NA>"`` = missing, ignored)."""
     r = np.asarray(real, dtype=object)

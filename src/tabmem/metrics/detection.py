@@ -1,0 +1,108 @@
+"""C2ST: logistic-regression detection exactly as SDMetrics' ``LogisticDetection`` computes it.
+
+Classifier two-sample test (Lopez-Paz & Oquab 2017) in the SDMetrics form used by TabSyn and
+TabCutMix (paper brief §4.2): label real rows 1 and synthetic rows 0; encode numericals as
+values with missing ones filled by the *real* mean, boolean columns as 0/1, other categoricals
+one-hot (categories of the real table; an unseen synthetic category is all zeros, where
+sdmetrics would fail); stratified 3-fold CV of ``SimpleImputer -> RobustScaler ->
+LogisticRegression(lbfgs)``; score ``= 1 - mean_folds(max(0.5, AUC) * 2 - 1)``.
+Higher is better: 1 = the classifier cannot tell the tables apart.
+
+Differences from sdmetrics, on purpose: folds are seeded (``random_state``; sdmetrics shuffles
+unseeded, so its value changes from run to run), and column kinds follow the schema (sdmetrics
+decides by dtype, so integer-coded categoricals are numbers there).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import RobustScaler
+
+from tabmem.data.encoding import TableEncoder
+from tabmem.data.schema import NA_CATEGORY
+from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
+
+
+def detection_features(
+    encoder: TableEncoder, real: pd.DataFrame, synthetic: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
+    """SDMetrics-HyperTransformer-like encoding (module docstring), fitted on ``real``."""
+    schema = encoder.schema
+    lead_r, lead_s, tail_r, tail_s = [], [], [], []
+    for c in schema.columns:
+        if schema.kind(c) == "numerical":
+            r, s = real[c].to_numpy(np.float64), synthetic[c].to_numpy(np.float64)
+            mean = np.nanmean(r) if np.isfinite(r).any() else 0.0
+            lead_r.append(np.where(np.isnan(r), mean, r))
+            lead_s.append(np.where(np.isnan(s), mean, s))
+            continue
+        cats = [v for v in encoder.categories_[c].tolist() if v != NA_CATEGORY]
+        if cats and set(cats) <= {"True", "False"}:  # a boolean column: 0/1, NA -> real mode
+            r, s = real[c].to_numpy(object), synthetic[c].to_numpy(object)
+            rv = np.where(r == "True", 1.0, np.where(r == "False", 0.0, np.nan))
+            sv = np.where(s == "True", 1.0, np.where(s == "False", 0.0, np.nan))
+            known = rv[~np.isnan(rv)]
+            mode = float(pd.Series(known).mode().iloc[0]) if known.size else 0.0
+            lead_r.append(np.where(np.isnan(rv), mode, rv))
+            lead_s.append(np.where(np.isnan(sv), mode, sv))
+            continue
+        levels = encoder.categories_[c]
+        lookup = {v: i for i, v in enumerate(levels)}
+        for table, out in ((real, tail_r), (synthetic, tail_s)):
+            codes = np.fromiter(
+                (lookup.get(v, -1) for v in table[c].to_numpy(object)), dtype=np.int64, count=len(table)
+            )
+            oh = np.zeros((len(table), len(levels)))
+            ok = codes >= 0
+            oh[np.flatnonzero(ok), codes[ok]] = 1.0
+            out.append(oh)
+
+    def stack(lead: list[np.ndarray], tail: list[np.ndarray], n: int) -> np.ndarray:
+        parts = ([np.column_stack(lead)] if lead else []) + tail
+        return np.hstack(parts) if parts else np.zeros((n, 0))
+
+    return stack(lead_r, tail_r, len(real)), stack(lead_s, tail_s, len(synthetic))
+
+
+@register_metric
+class LogisticDetection(Metric):
+    """C2ST with logistic regression (SDMetrics ``LogisticDetection``); breakdown = per-fold AUC."""
+
+    name = "c2st"
+    goal = "maximize"
+    bounds = (0.0, 1.0)
+
+    def __init__(self, n_splits: int = 3, random_state: int | None = 0, max_iter: int = 100) -> None:
+        self.n_splits = n_splits
+        self.random_state = random_state
+        self.max_iter = max_iter
+
+    def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
+        check_positive_int("n_splits", self.n_splits)
+        check_positive_int("max_iter", self.max_iter)
+        prep, _ = prepare_tables(real, synthetic, schema, nan="match")
+        xr, xs = detection_features(prep.encoder, prep.real, prep.synthetic)
+        x = np.concatenate([xr, xs])
+        y = np.hstack([np.ones(len(xr)), np.zeros(len(xs))])
+        folds = StratifiedKFold(n_splits=self.n_splits, shuffle=True, random_state=self.random_state)
+        aucs, scores = [], []
+        for train_idx, test_idx in folds.split(x, y):
+            model = Pipeline(
+                [
+                    ("imputer", SimpleImputer()),
+                    ("scaler", RobustScaler()),
+                    ("classifier", LogisticRegression(solver="lbfgs", max_iter=self.max_iter)),
+                ]
+            )
+            model.fit(x[train_idx], y[train_idx])
+            auc = roc_auc_score(y[test_idx], model.predict_proba(x[test_idx])[:, 1])
+            aucs.append(auc)
+            scores.append(max(0.5, auc) * 2 - 1)
+        table = pd.DataFrame({"fold": np.arange(len(aucs)), "auc": aucs, "score": scores})
+        return self._result(1.0 - float(np.mean(scores)), table, mean_auc=float(np.mean(aucs)))

@@ -1,0 +1,173 @@
+"""Run every quality metric in one call and write ``summary.json`` plus breakdown CSVs.
+
+``quality_report(real, synthetic, schema, test=..., holdout=...)`` validates the tables once
+(structural problems raise a :class:`~tabmem.errors.SchemaError` naming the columns), then runs
+shape, trend, mle, mmd, wasserstein, alpha_precision / beta_recall (one pass), c2st and
+dcr_share. A metric that cannot run (no test table, no holdout, missing values where the metric
+needs complete rows, ...) gets ``null`` in the summary and its reason in ``skipped``; it never
+stops the others.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tabmem.data.schema import Schema, validate_table
+from tabmem.errors import SchemaError, TabmemError
+from tabmem.metrics.alpha_beta import AlphaPrecision
+from tabmem.metrics.base import MetricResult, _jsonable
+from tabmem.metrics.dcr_share import DCRShare
+from tabmem.metrics.detection import LogisticDetection
+from tabmem.metrics.mle import MLE
+from tabmem.metrics.mmd import MMD
+from tabmem.metrics.shape import Shape
+from tabmem.metrics.trend import Trend
+from tabmem.metrics.wasserstein import Wasserstein
+
+SUMMARY_KEYS = ("shape", "trend", "mle", "mmd", "wasserstein", "alpha_precision", "beta_recall", "c2st", "dcr_share")
+
+
+@dataclass
+class QualityReport:
+    """Results of :func:`quality_report`: one :class:`MetricResult` per metric that ran."""
+
+    results: dict[str, MetricResult]
+    skipped: dict[str, str]
+    timings: dict[str, float]
+    n_real: int
+    n_synthetic: int
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The ``summary.json`` content: one number (or null) per key, plus skipped/details/timings."""
+        out: dict[str, Any] = {k: (self.results[k].value if k in self.results else None) for k in SUMMARY_KEYS}
+        out["skipped"] = dict(self.skipped)
+        out["goals"] = {k: r.goal for k, r in self.results.items()}
+        out["details"] = {k: r.details for k, r in self.results.items()}
+        out["timings_s"] = {k: round(v, 4) for k, v in self.timings.items()}
+        out["n_real"], out["n_synthetic"] = self.n_real, self.n_synthetic
+        out["config"] = self.config
+        return _jsonable(out)
+
+    def breakdowns(self) -> dict[str, pd.DataFrame]:
+        return {k: r.breakdown for k, r in self.results.items() if r.breakdown is not None}
+
+    def save(self, out_dir: str | Path) -> Path:
+        """Write ``summary.json`` and ``<metric>_breakdown.csv`` files into ``out_dir``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(self.summary(), indent=2, allow_nan=False))
+        for name, table in self.breakdowns().items():
+            table.to_csv(out / f"{name}_breakdown.csv", index=False)
+        return out / "summary.json"
+
+
+def quality_report(
+    real: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    schema: Schema,
+    *,
+    test: pd.DataFrame | None = None,
+    holdout: pd.DataFrame | None = None,
+    metrics: Sequence[str] | None = None,
+    pair_filter: str = "all",
+    mle_grid: str | dict = "tabsyn",
+    mmd_max_samples: int | None = 5000,
+    random_state: int = 0,
+    n_jobs: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> QualityReport:
+    """Compute the quality metrics of ``synthetic`` against the real training table ``real``.
+
+    ``test`` (real rows never used for training) enables MLE; ``holdout`` (real rows not used
+    for training, ideally as many as ``real``) enables the DCR share. ``metrics`` restricts the
+    run to some of :data:`SUMMARY_KEYS`. Same inputs and ``random_state`` give the same report.
+    """
+    wanted = list(SUMMARY_KEYS if metrics is None else metrics)
+    unknown = [m for m in wanted if m not in SUMMARY_KEYS]
+    if unknown:
+        raise TabmemError(f"unknown metric(s) {unknown}; choose from {', '.join(SUMMARY_KEYS)}")
+    # structural checks once, up front (missing/extra columns, non-numeric values): these are fatal
+    validate_table(real, schema, name="real", nan="match")
+    for name, table in (("synthetic", synthetic), ("test", test), ("holdout", holdout)):
+        if table is not None:
+            validate_table(table, schema, name=name, nan="match")
+
+    runners: dict[str, Callable[[], MetricResult]] = {
+        "shape": lambda: Shape().evaluate(real, synthetic, schema),
+        "trend": lambda: Trend(pair_filter=pair_filter).evaluate(real, synthetic, schema),  # type: ignore[arg-type]
+        "mle": lambda: MLE(grid=mle_grid, random_state=random_state, n_jobs=n_jobs).evaluate(
+            real, synthetic, schema, test=test
+        ),  # type: ignore[arg-type]
+        "mmd": lambda: MMD(max_samples=mmd_max_samples, random_state=random_state).evaluate(real, synthetic, schema),
+        "wasserstein": lambda: Wasserstein(random_state=random_state).evaluate(real, synthetic, schema),
+        "alpha_precision": lambda: AlphaPrecision(n_jobs=n_jobs).evaluate(real, synthetic, schema),
+        "c2st": lambda: LogisticDetection(random_state=random_state).evaluate(real, synthetic, schema),
+        "dcr_share": lambda: DCRShare().evaluate(real, synthetic, schema, holdout=holdout),
+    }
+    results: dict[str, MetricResult] = {}
+    skipped: dict[str, str] = {}
+    timings: dict[str, float] = {}
+    for name in SUMMARY_KEYS:
+        if name not in wanted:
+            continue
+        if name == "beta_recall":
+            if "alpha_precision" in results:
+                ap = results["alpha_precision"]
+                results["beta_recall"] = MetricResult(
+                    "beta_recall",
+                    ap.details["beta_recall"],
+                    "maximize",
+                    (0.0, 1.0),
+                    ap.breakdown,
+                    {"alpha_precision": ap.value},
+                )
+                timings["beta_recall"] = 0.0
+                continue
+            if "alpha_precision" in skipped:
+                skipped["beta_recall"] = skipped["alpha_precision"]
+                continue
+            runner = lambda: _beta_only(real, synthetic, schema, n_jobs)  # noqa: E731
+        elif name == "mle" and test is None:
+            skipped[name] = "no real test table given (--test)"
+            continue
+        elif name == "mle" and schema.target is None:
+            skipped[name] = "no target column given (--target)"
+            continue
+        elif name == "dcr_share" and holdout is None:
+            skipped[name] = "no holdout table given (--holdout)"
+            continue
+        else:
+            runner = runners[name]
+        if progress:
+            progress(name)
+        start = time.perf_counter()
+        try:
+            results[name] = runner()
+        except SchemaError as exc:
+            skipped[name] = " ".join(str(exc).split())
+        except TabmemError as exc:
+            skipped[name] = str(exc)
+        except (ValueError, np.linalg.LinAlgError) as exc:
+            skipped[name] = f"{type(exc).__name__}: {exc}"
+        timings[name] = time.perf_counter() - start
+    config = {
+        "pair_filter": pair_filter,
+        "mle_grid": mle_grid if isinstance(mle_grid, str) else "custom",
+        "random_state": random_state,
+    }
+    return QualityReport(results, skipped, timings, len(real), len(synthetic), config)
+
+
+def _beta_only(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, n_jobs: int) -> MetricResult:
+    from tabmem.metrics.alpha_beta import BetaRecall
+
+    return BetaRecall(n_jobs=n_jobs).evaluate(real, synthetic, schema)
