@@ -1,0 +1,149 @@
+"""``tabmem quality``: fidelity, utility and DCR-share metrics of a synthetic table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tabmem.errors import TabmemError
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+@click.command("quality")
+@click.option(
+    "--real", "real_path", required=True, type=click.Path(dir_okay=False), help="Real training table (CSV/Parquet)."
+)
+@click.option("--synthetic", "synthetic_path", required=True, type=click.Path(dir_okay=False), help="Synthetic table.")
+@click.option("--test", "test_path", type=click.Path(dir_okay=False), help="Real test table (enables MLE).")
+@click.option(
+    "--holdout",
+    "holdout_path",
+    type=click.Path(dir_okay=False),
+    help="Real holdout, same size as --real (enables DCR share).",
+)
+@click.option("--target", help="Target column (enables MLE).")
+@click.option("--categorical", multiple=True, help="Columns to treat as categorical (comma-separated or repeated).")
+@click.option("--numerical", multiple=True, help="Columns to treat as numerical.")
+@click.option(
+    "--metrics",
+    "metric_names",
+    default=None,
+    help="Comma-separated subset of: shape,trend,mle,mmd,wasserstein,alpha_precision,beta_recall,c2st,dcr_share.",
+)
+@click.option(
+    "--pair-filter",
+    type=click.Choice(["all", "sdmetrics"]),
+    default="all",
+    show_default=True,
+    help="Trend pairs: all (papers, sdmetrics 0.11.1) or sdmetrics' recent default thresholds.",
+)
+@click.option(
+    "--mle-grid",
+    type=click.Choice(["tabsyn", "tiny"]),
+    default="tabsyn",
+    show_default=True,
+    help="XGBoost grid for MLE.",
+)
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=int,
+    help="Random seed (MLE split, MMD subsample, C2ST folds, projections).",
+)
+@click.option("--n-jobs", default=1, show_default=True, type=int, help="Threads for XGBoost / neighbour search.")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Output directory (summary.json + breakdown CSVs).",
+)
+def quality(
+    real_path: str,
+    synthetic_path: str,
+    test_path: str | None,
+    holdout_path: str | None,
+    target: str | None,
+    categorical: tuple[str, ...],
+    numerical: tuple[str, ...],
+    metric_names: str | None,
+    pair_filter: str,
+    mle_grid: str,
+    seed: int,
+    n_jobs: int,
+    out_dir: str,
+) -> None:
+    """Score SYNTHETIC against REAL: Shape, Trend, MLE, MMD, Wasserstein, alpha/beta, C2ST, DCR share.
+
+    Writes OUT/summary.json (null + reason in "skipped" for a metric that could not run) and
+    OUT/<metric>_breakdown.csv. Only aggregate numbers are printed, never records.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from tabmem.data.io import read_table
+    from tabmem.data.schema import Schema
+    from tabmem.metrics.report import quality_report
+
+    if n_jobs < 1:
+        raise TabmemError(f"--n-jobs must be >= 1, got {n_jobs}")
+    real = read_table(real_path)
+    synthetic = read_table(synthetic_path)
+    test = read_table(test_path) if test_path else None
+    holdout = read_table(holdout_path) if holdout_path else None
+    schema = Schema.infer(
+        real, categorical=_split(categorical), numerical=_split(numerical), target=target, name=Path(real_path).stem
+    )
+    metrics = _split((metric_names,)) if metric_names else None
+    console = Console(stderr=True)
+    with console.status("computing quality metrics") as status:
+        report = quality_report(
+            real,
+            synthetic,
+            schema,
+            test=test,
+            holdout=holdout,
+            metrics=metrics,
+            pair_filter=pair_filter,
+            mle_grid=mle_grid,
+            random_state=seed,
+            n_jobs=n_jobs,
+            progress=lambda name: status.update(f"computing {name}"),
+        )
+    path = report.save(out_dir)
+    summary = report.summary()
+    table = Table(title=f"quality of {Path(synthetic_path).name} vs {Path(real_path).name}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("goal")
+    table.add_column("note")
+    for key in summary:
+        if key not in (
+            "shape",
+            "trend",
+            "mle",
+            "mmd",
+            "wasserstein",
+            "alpha_precision",
+            "beta_recall",
+            "c2st",
+            "dcr_share",
+        ):
+            continue
+        value = summary[key]
+        note = summary["skipped"].get(key, "")
+        details = summary["details"].get(key, {})
+        if key == "trend" and details:
+            note = f"{details['n_pairs_scored']}/{details['n_pairs_total']} pairs scored"
+        if key == "mle" and details.get("real"):
+            note = f"{details['score']}; real-train reference {details['real'][details['score']]:.4f}"
+        if key == "dcr_share" and details:
+            note = f"ideal {details['ideal']:.3f}"
+        table.add_row(key, "-" if value is None else f"{value:.4f}", summary["goals"].get(key, ""), note)
+    Console().print(table)
+    click.echo(f"wrote {path}")
