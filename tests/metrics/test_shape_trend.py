@@ -1,0 +1,147 @@
+"""Shape and Trend against sdmetrics 0.32 (QualityReport and its single metrics) and scipy."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import perturbed_resample, sdmetrics_metadata
+from scipy.stats import ks_2samp
+
+from tabmem.data.schema import Schema
+from tabmem.errors import TabmemError
+from tabmem.metrics.shape import Shape, ks_complement, ks_statistic, total_variation, tv_complement
+from tabmem.metrics.trend import Trend, cramers_v, discretize
+
+sdmetrics = pytest.importorskip("sdmetrics")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", FutureWarning)
+    from sdmetrics.reports.single_table import QualityReport  # noqa: E402
+from sdmetrics.single_column import KSComplement, TVComplement  # noqa: E402
+
+
+def _sdmetrics_scores(real, syn, schema, all_pairs: bool):
+    rep = QualityReport()
+    if all_pairs:
+        rep.real_correlation_threshold = 0
+        rep.real_association_threshold = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep.generate(real, syn, sdmetrics_metadata(schema), verbose=False)
+    props = rep.get_properties().set_index("Property")["Score"]
+    return props["Column Shapes"], props["Column Pair Trends"], rep.get_details("Column Pair Trends")
+
+
+def _compare(real, syn, schema):
+    for all_pairs, pair_filter in ((True, "all"), (False, "sdmetrics")):
+        ref_shape, ref_trend, ref_details = _sdmetrics_scores(real, syn, schema, all_pairs)
+        shape = Shape().evaluate(real, syn, schema)
+        trend = Trend(pair_filter=pair_filter).evaluate(real, syn, schema)
+        assert shape.value == pytest.approx(ref_shape, abs=1e-9)
+        if np.isnan(ref_trend):
+            assert trend.value is None
+        else:
+            assert trend.value == pytest.approx(ref_trend, abs=1e-9)
+        contributing = ref_details["Meets Threshold?"].astype("boolean").fillna(False) & ref_details["Score"].notna()
+        assert trend.details["n_pairs_scored"] == int(contributing.sum())
+        merged = ref_details.merge(trend.breakdown, left_on=["Column 1", "Column 2"], right_on=["column_1", "column_2"])
+        assert len(merged) == len(ref_details) == len(trend.breakdown)
+        both = merged["Score"].notna() & merged["score"].notna()
+        assert (merged["Score"].isna() == merged["score"].isna()).all()
+        np.testing.assert_allclose(merged.loc[both, "Score"], merged.loc[both, "score"], atol=1e-9)
+
+
+@pytest.mark.parametrize("dataset", ["adult", "shoppers"])
+def test_quality_report_matches_sdmetrics_on_paper_datasets_subsample(dataset, request):
+    train, _, schema = request.getfixturevalue(dataset)
+    real = train.sample(2000, random_state=3).reset_index(drop=True)
+    syn = perturbed_resample(real, schema, seed=4)
+    _compare(real, syn, schema)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataset", ["adult", "shoppers"])
+def test_quality_report_matches_sdmetrics_full_size(dataset, request):
+    train, _, schema = request.getfixturevalue(dataset)
+    syn = perturbed_resample(train, schema, seed=5)
+    _compare(train, syn, schema)
+
+
+def test_missing_values_constant_columns_and_unseen_categories_match_sdmetrics():
+    rng = np.random.default_rng(0)
+    n = 400
+    real = pd.DataFrame(
+        {
+            "a": rng.normal(size=n),
+            "b": rng.normal(size=n) * 3 + 1,
+            "e": rng.normal(size=n),
+            "const": np.ones(n),
+            "c": rng.choice(["x", "y", "z"], n).astype(object),
+            "d": rng.choice(["p", "q"], n).astype(object),
+        }
+    )
+    real["e"] = real["a"] * 2 + rng.normal(size=n) * 0.5  # a correlated pair survives the sdmetrics filter
+    real.loc[rng.random(n) < 0.1, "a"] = np.nan
+    real.loc[rng.random(n) < 0.05, "c"] = np.nan
+    syn = real.sample(300, replace=True, random_state=1).reset_index(drop=True)
+    syn["b"] = syn["b"] + rng.normal(size=300)
+    syn.loc[:9, "c"] = "w"  # category never seen in the real table
+    syn.loc[rng.random(300) < 0.2, "b"] = np.nan
+    schema = Schema(("a", "b", "e", "const", "c", "d"), ("a", "b", "e", "const"), ("c", "d"))
+    _compare(real, syn, schema)
+
+
+def test_ks_equals_scipy_and_sdmetrics():
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        x = np.round(rng.normal(size=rng.integers(1, 300)), rng.integers(0, 3))
+        y = np.round(rng.normal(0.3, 1.2, size=rng.integers(1, 300)), rng.integers(0, 3))
+        assert ks_statistic(x, y) == pytest.approx(ks_2samp(x, y).statistic, abs=1e-12)
+        assert ks_complement(x, y) == pytest.approx(KSComplement.compute(pd.Series(x), pd.Series(y)), abs=1e-12)
+    assert np.isnan(ks_statistic(np.array([np.nan]), np.array([1.0])))
+
+
+def test_tv_complement_regularisation_equals_sdmetrics_and_exact_tv():
+    r = np.array(["a"] * 5 + ["b"] * 3, dtype=object)
+    s = np.array(["a", "c", "c", "b"], dtype=object)
+    assert tv_complement(r, s) == pytest.approx(TVComplement.compute(pd.Series(r), pd.Series(s)), abs=1e-15)
+    # exact TV by hand: p_r = (5/8, 3/8, 0), p_s = (1/4, 1/4, 1/2)
+    assert total_variation(r, s) == pytest.approx(0.5 * (3 / 8 + 1 / 8 + 1 / 2))
+
+
+def test_discretize_is_sdmetrics_binning():
+    from sdmetrics.reports.single_table._properties.column_pair_trends import ColumnPairTrends
+
+    rng = np.random.default_rng(2)
+    v = rng.exponential(size=500)
+    v[::17] = np.nan
+    ref, _ = ColumnPairTrends()._discretize_column("v", pd.Series(v))
+    np.testing.assert_array_equal(discretize(v), ref)
+    assert discretize(v)[np.nanargmax(v)] == 11  # the maximum lands in an 11th bin
+    assert discretize(v)[0 if np.isnan(v[0]) else 17] == 11  # so does NaN
+
+
+def test_cramers_v_equals_scipy():
+    from scipy.stats.contingency import association
+
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        t = rng.integers(0, 30, size=(rng.integers(2, 6), rng.integers(2, 6)))
+        t[t.sum(axis=1) == 0, 0] = 1
+        t[:, t.sum(axis=0) == 0] = 1
+        assert cramers_v(t) == pytest.approx(association(t, method="cramer"), abs=1e-12)
+    assert np.isnan(cramers_v(np.array([[3, 4]])))
+
+
+def test_trend_options_are_validated():
+    df = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["x", "y", "x"]})
+    schema = Schema(("a", "b"), ("a",), ("b",))
+    with pytest.raises(TabmemError, match="pair_filter"):
+        Trend(pair_filter="some").evaluate(df, df, schema)
+    with pytest.raises(TabmemError, match="real_correlation_threshold"):
+        Trend(real_correlation_threshold=2).evaluate(df, df, schema)
+    res = Trend(binning="real_edges").evaluate(df, df, schema)
+    assert res.value == pytest.approx(1.0)
+    assert Shape().evaluate(df, df, schema).value == pytest.approx(1.0)
