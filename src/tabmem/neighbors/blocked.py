@@ -1,0 +1,128 @@
+"""Exact k-nearest-neighbour search in query blocks against *all* reference rows.
+
+Never approximate, never subsample the reference side: a missed neighbour under-reports
+privacy risk (SDMetrics#934). The search
+
+1. evaluates a block of queries against every reference row with BLAS (see
+   :mod:`tabmem.memorization.distances`), giving a key matrix and a per-row error bound;
+2. takes the approximate ``k + 1`` smallest keys per row (repeated ``argmin``, which is linear
+   and keeps numpy's lowest-index rule);
+3. recomputes those candidates exactly in float64 and orders them by (distance, index);
+4. proves the result: every other reference row has an exact key of at least
+   ``(k+1)-th approximate key - margin``; rows where that bound does not clear the k-th exact
+   distance (near-ties, duplicated reference rows) are recomputed exactly against all rows.
+
+Memory is bounded by ``memory_budget`` whatever the table sizes; blocks run on ``n_jobs``
+threads (numpy and BLAS release the GIL) with BLAS itself kept single-threaded to avoid
+oversubscription.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from tabmem.memorization.distances import Distance, Queries
+
+DEFAULT_MEMORY_BUDGET = 1 << 30  # bytes of working memory for all workers together
+BYTES_PER_CELL = 24  # key (<= 8) + match counts (4) + temporaries, per query x reference cell
+
+
+def block_rows_for(n_ref: int, n_jobs: int, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> int:
+    """Rows per block so that all workers together stay inside ``memory_budget``."""
+    per_worker = memory_budget // max(n_jobs, 1)
+    rows = per_worker // max(BYTES_PER_CELL * max(n_ref, 1), 1)
+    return int(np.clip(rows, 1, 128))
+
+
+def kneighbors(
+    distance: Distance,
+    queries: Queries,
+    k: int = 2,
+    *,
+    block_rows: int | None = None,
+    n_jobs: int | None = None,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ``k`` nearest reference rows of every query row.
+
+    Returns ``(indices, distances)``, both ``(n_queries, k)``, sorted by distance with ties
+    broken by the lower reference index. If there are fewer than ``k`` reference rows the
+    missing columns hold index -1 and distance ``inf``. ``progress(n_done_rows)`` is called
+    after each block.
+    """
+    n_q, n_ref = len(queries), distance.n_ref
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    idx = np.full((n_q, k), -1, dtype=np.int64)
+    dist = np.full((n_q, k), np.inf, dtype=np.float64)
+    if n_q == 0 or n_ref == 0:
+        return idx, dist
+    n_jobs = max(1, n_jobs or os.cpu_count() or 1)
+    step = block_rows or block_rows_for(n_ref, n_jobs, memory_budget)
+    blocks = [slice(s, min(s + step, n_q)) for s in range(0, n_q, step)]
+
+    def run(rows: slice) -> slice:
+        i, d = _search_block(distance, queries, rows, k)
+        idx[rows, : i.shape[1]] = i
+        dist[rows, : d.shape[1]] = d
+        return rows
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        if n_jobs == 1 or len(blocks) == 1:
+            for rows in blocks:
+                run(rows)
+                if progress:
+                    progress(rows.stop - rows.start)
+        else:
+            with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+                for rows in pool.map(run, blocks):
+                    if progress:
+                        progress(rows.stop - rows.start)
+    return idx, dist
+
+
+def _search_block(distance: Distance, queries: Queries, rows: slice, k: int) -> tuple[np.ndarray, np.ndarray]:
+    blk = distance.block(queries, rows)
+    key = blk.key
+    n_rows, n_ref = key.shape
+    m = min(k + 1, n_ref)
+    r = np.arange(n_rows)
+    cand = np.empty((n_rows, m), dtype=np.int64)
+    cand_key = np.empty((n_rows, m), dtype=np.float64)
+    for t in range(m):
+        j = key.argmin(axis=1)
+        cand[:, t] = j
+        cand_key[:, t] = key[r, j]
+        key[r, j] = np.inf
+    exact = blk.exact(np.repeat(r, m), cand.ravel()).reshape(n_rows, m)
+    order = _lexsort_rows(exact, cand)
+    cand = np.take_along_axis(cand, order, axis=1)
+    exact = np.take_along_axis(exact, order, axis=1)
+    kk = min(k, n_ref)
+    if m == n_ref:
+        return cand[:, :kk], exact[:, :kk]
+    # every row outside the candidates has exact key >= (largest approximate candidate key) - margin
+    floor = blk.key_to_distance(r, cand_key[:, m - 1] - blk.margin)
+    for i in np.flatnonzero(~(exact[:, kk - 1] < floor)):
+        # near-tie: every row whose approximate key could beat the current k-th is recomputed exactly
+        bound = blk.distance_to_key(np.array([i]), exact[i, kk - 1 : kk])[0] + blk.margin[i]
+        extra = np.union1d(np.flatnonzero(key[i] <= bound), cand[i])
+        d_extra = blk.exact(np.full(len(extra), i), extra)
+        best = np.lexsort((extra, d_extra))[:kk]
+        cand[i, :kk] = extra[best]
+        exact[i, :kk] = d_extra[best]
+    return cand[:, :kk], exact[:, :kk]
+
+
+def _lexsort_rows(values: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """Per-row argsort by ``values`` then ``ties`` (small number of columns)."""
+    order = np.argsort(ties, axis=1, kind="stable")
+    v = np.take_along_axis(values, order, axis=1)
+    order2 = np.argsort(v, axis=1, kind="stable")
+    return np.take_along_axis(order, order2, axis=1)
