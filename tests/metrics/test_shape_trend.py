@@ -7,9 +7,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import perturbed_resample, sdmetrics_metadata
 from scipy.stats import ks_2samp
 
+from conftest import perturbed_resample, sdmetrics_metadata
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics.shape import Shape, ks_complement, ks_statistic, total_variation, tv_complement
