@@ -23,6 +23,7 @@ from tabmem.data.datasets import (
     load_table_with_schema,
     register_dataset,
 )
+from tabmem.data.schema import validate_table
 from tabmem.errors import DataUnavailableError, SchemaError, TabmemError
 
 ALL = ["adult", "default", "shoppers", "cardio", "wilt", "california", "casp", "diabetes"]
@@ -85,6 +86,17 @@ def test_sizes_schema_and_no_nan(loaded, name):
     else:
         every = np.concatenate([d.source_rows[k] for k in d.splits])
         assert len(np.unique(every)) == len(every)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_holdout_splits_validate_against_the_training_schema(loaded, name):
+    """val/test pass tabmem's schema check against train: no unseen category, no NaN, right dtypes."""
+    d = loaded[name]
+    clean = validate_table(d.train, d.schema, name="train")
+    categories = {c: set(clean[c]) for c in d.schema.categorical}
+    for split, frame in d.splits.items():
+        out = validate_table(frame, d.schema, name=split, categories=categories)
+        assert len(out) == len(frame)
 
 
 @pytest.mark.parametrize("name", ["adult", "default", "shoppers", "cardio", "wilt"])
@@ -374,6 +386,17 @@ def test_verify_detects_corrupted_local_file(shared_data_dir, tmp_path):
     (tmp_path / "casp/CASP.csv").write_bytes(text[: len(text) // 2].rsplit(b"\n", 1)[0] + b"\n")
     with pytest.raises(TabmemError, match="rows, expected"):
         load_dataset("casp", data_dir=tmp_path, cache_dir=tmp_path / "cache", download=False)
+
+
+def test_corrupted_npy_gives_clear_error(shared_data_dir, tmp_path):
+    _link_dataset(
+        shared_data_dir / "wilt",
+        tmp_path / "wilt",
+        lambda rel: rel not in ("split_tabddpm.csv", "tabddpm_split/y_val.npy"),
+    )
+    (tmp_path / "wilt/tabddpm_split/y_val.npy").write_bytes(b"not a numpy file")
+    with pytest.raises(TabmemError, match="y_val.npy: not a readable .npy file"):
+        load_dataset("wilt", data_dir=tmp_path, cache_dir=tmp_path / "cache", download=False)
 
 
 def test_directory_resolution(monkeypatch, tmp_path, shared_data_dir):

@@ -636,13 +636,20 @@ def _tabddpm_split_map(files: DatasetFiles, table: pd.DataFrame, features, targe
         return _read_csv(files.path("split_tabddpm.csv"))
     arrays = {}
     for split in ("train", "val", "test"):
-        x = np.load(files.path(f"tabddpm_split/X_num_{split}.npy"), allow_pickle=False)
-        y = np.load(files.path(f"tabddpm_split/y_{split}.npy"), allow_pickle=False)
-        arrays[split] = (x, y)
+        arrays[split] = tuple(_load_npy(files.path(f"tabddpm_split/{stem}_{split}.npy")) for stem in ("X_num", "y"))
     return derive_tabddpm_split(table, features, target, arrays, **kwargs)
 
 
 _PYARROW_OPTIONS = {"sep", "header", "encoding"}
+
+
+def _load_npy(path: Path) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise TabmemError(
+            f"{path}: not a readable .npy file ({exc}); the file is corrupted (load with verify=True)"
+        ) from None
 
 
 def _read_csv(path: Path, **kwargs) -> pd.DataFrame:
