@@ -52,23 +52,33 @@ def distances_l2(x_num, x_cat, t_num, t_cat, mean, std):
     return np.sqrt(num + (t_cat != x_cat).sum(axis=1))  # one-hot/sqrt(2): a mismatch adds exactly 1
 
 
-def brute_force(train: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, distance: str):
-    """(nn1, nn2, d1, d2, ratio) for every synthetic row, lowest index on ties."""
+def all_distances(train: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, distance: str, std=None):
+    """Float64 distances of every synthetic row to every training row (n_syn x n_train)."""
     t_num, t_cat = _nums(train, schema), _cats(train, schema)
     s_num, s_cat = _nums(synthetic, schema), _cats(synthetic, schema)
     m = schema.n_columns
     rng = np.nanmax(t_num, axis=0) - np.nanmin(t_num, axis=0) if t_num.shape[1] else np.zeros(0)
     mean = t_num.mean(axis=0) if t_num.shape[1] else np.zeros(0)
-    std = t_num.std(axis=0) if t_num.shape[1] else np.zeros(0)
-    std = np.where(std > 0, std, 1.0)
-    out = []
+    if std is None:
+        std = t_num.std(axis=0) if t_num.shape[1] else np.zeros(0)
+        std = np.where(std > 0, std, 1.0)
+    std = np.asarray(std, dtype=float)
+    rows = []
     for i in range(len(synthetic)):
         if distance == "fang2024":
-            d = distances_fang2024(s_num[i], s_cat[i], t_num, t_cat, m)
+            rows.append(distances_fang2024(s_num[i], s_cat[i], t_num, t_cat, m))
         elif distance == "gower":
-            d = distances_gower(s_num[i], s_cat[i], t_num, t_cat, m, rng)
+            rows.append(distances_gower(s_num[i], s_cat[i], t_num, t_cat, m, rng))
         else:
-            d = distances_l2(s_num[i], s_cat[i], t_num, t_cat, mean, std)
+            rows.append(distances_l2(s_num[i], s_cat[i], t_num, t_cat, mean, std))
+    return np.array(rows).reshape(len(synthetic), len(train))
+
+
+def brute_force(train: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, distance: str, std=None):
+    """(nn1, nn2, d1, d2, ratio) for every synthetic row, lowest index on ties; ``.attrs["all"]`` keeps all distances."""
+    dist = all_distances(train, synthetic, schema, distance, std)
+    out = []
+    for d in dist:
         i1 = int(np.argmin(d))
         d1 = d[i1]
         d = d.copy()
@@ -77,4 +87,6 @@ def brute_force(train: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, di
         d2 = d[i2]
         ratio = np.nan if (d1 == 0 and d2 == 0) else d1 / d2
         out.append((i1, i2, d1, d2, ratio))
-    return pd.DataFrame(out, columns=["nn1", "nn2", "d1", "d2", "ratio"])
+    frame = pd.DataFrame(out, columns=["nn1", "nn2", "d1", "d2", "ratio"])
+    frame.attrs["all"] = dist
+    return frame

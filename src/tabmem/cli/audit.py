@@ -1,0 +1,162 @@
+"""``tabmem audit``: replica detection of a synthetic table against its training table."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from tabmem.data.datasets import load_dataset, load_table_with_schema
+from tabmem.data.io import read_table
+from tabmem.data.schema import Schema
+from tabmem.errors import TabmemError
+from tabmem.memorization.distances import DISTANCES
+from tabmem.memorization.replicas import ReplicaDetector, ReplicaResult
+
+PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
+
+
+def load_training_table(
+    train: str | None, dataset: str | None, data_dir: str | None, categorical: str | None, numerical: str | None, target: str | None
+) -> tuple[pd.DataFrame, Schema, pd.DataFrame | None]:
+    """The training table and its schema from ``--train FILE`` or ``--dataset NAME``.
+
+    With ``--dataset`` the dataset's test split is returned too (a natural holdout).
+    """
+    if bool(train) == bool(dataset):
+        raise click.UsageError("give exactly one of --train FILE or --dataset NAME")
+    if dataset:
+        ds = load_dataset(dataset, data_dir=data_dir)
+        schema = ds.schema
+        if categorical or numerical or target:
+            schema = schema.with_overrides(
+                categorical=_names(categorical), numerical=_names(numerical), target=target or None
+            )
+        return ds.train, schema, ds.test
+    table, schema = load_table_with_schema(train, categorical=categorical, numerical=numerical, target=target)
+    return table, schema, None
+
+
+def _names(s: str | None) -> list[str]:
+    return [p.strip() for p in (s or "").split(",") if p.strip()]
+
+
+def run_with_progress(console: Console, total_rows: int, cells: float, fn):
+    """Call ``fn(progress_callback)`` with a progress bar when the job is large."""
+    if cells < PROGRESS_MIN_CELLS or not console.is_terminal:
+        return fn(None)
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,}/{task.total:,} rows"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("nearest neighbours", total=total_rows)
+        return fn(lambda n: progress.advance(task, n))
+
+
+def summary_table(summary: dict, title: str = "Replica audit") -> Table:
+    table = Table(title=title, show_header=True, header_style="bold")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    rows = [
+        ("training rows", f"{summary['n_train']:,}"),
+        ("synthetic rows", f"{summary['n_synthetic']:,}"),
+        ("distance / threshold", f"{summary['distance']} / {summary['threshold']:.4g}"),
+        ("memorization rate", f"{100 * summary['memorization_rate']:.2f}%"),
+        ("Mem-AUC (exact, 1 - mean r)", f"{100 * summary['mem_auc']:.2f}%"),
+        ("Mem-AUC (papers' 10-point trapezoid)", f"{100 * summary['mem_auc_trapz10']:.2f}%"),
+    ]
+    if "holdout_memorization_rate" in summary:
+        rows += [
+            ("holdout rate (real unseen rows)", f"{100 * summary['holdout_memorization_rate']:.2f}%"),
+            ("excess memorization", f"{100 * summary['excess_memorization']:+.2f} points"),
+        ]
+    tail = summary["heavy_tail"]
+    rows += [
+        ("records with >= 1 replica", f"{tail['n_records_with_replicas']:,}"),
+        ("replicas owed to top 1% / 10% records", f"{_pct(tail['top_1pct_share'])} / {_pct(tail['top_10pct_share'])}"),
+        ("Gini of replica counts", "n/a" if tail["gini"] != tail["gini"] else f"{tail['gini']:.3f}"),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    return table
+
+
+def _pct(x: float) -> str:
+    return "n/a" if x != x else f"{100 * x:.1f}%"
+
+
+def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -> dict:
+    """Write summary.json, replicas.csv and records.csv; return the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    summary = result.summary()
+    if extra:
+        summary.update(extra)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+    result.table.to_csv(out / "replicas.csv", index=False)
+    result.records().to_csv(out / "records.csv", index=False)
+    return summary
+
+
+@click.command()
+@click.option("--train", "train", type=click.Path(dir_okay=False), help="Training table (CSV or Parquet).")
+@click.option("--dataset", help="Or a registered dataset name (its train split; its test split is the default holdout).")
+@click.option("--synthetic", required=True, type=click.Path(dir_okay=False), help="Synthetic table to audit.")
+@click.option("--holdout", type=click.Path(dir_okay=False), help="Real rows never trained on: the no-memorization baseline.")
+@click.option("--no-holdout", is_flag=True, help="With --dataset, do not score its test split as holdout.")
+@click.option("--distance", type=click.Choice(sorted(DISTANCES)), default="fang2024", show_default=True)
+@click.option("--threshold", type=float, default=1 / 3, show_default="0.3333")
+@click.option("--categorical", help="Comma-separated columns to treat as categorical.")
+@click.option("--numerical", help="Comma-separated columns to treat as numerical.")
+@click.option("--target", help="Target column.")
+@click.option("--nan", "nan", type=click.Choice(["error", "drop", "match"]), default="error", show_default=True,
+              help="Missing numerical values: fail, drop those synthetic rows, or compare them (documented semantics).")
+@click.option("--unseen", type=click.Choice(["error", "drop", "mismatch"]), default="error", show_default=True,
+              help="Categories absent from training: fail, drop those rows, or count them as mismatches.")
+@click.option("--ignore-extra", is_flag=True, help="Drop columns that are not in the training table.")
+@click.option("--data-dir", type=click.Path(file_okay=False), help="Dataset directory (default $TABMEM_DATA_DIR).")
+@click.option("--out", "out", type=click.Path(file_okay=False), default="tabmem-audit", show_default=True)
+@click.option("--show-records", is_flag=True, help="Print the most-replicated training records (raw values!).")
+@click.option("--n-jobs", type=int, default=None, help="Worker threads (default: all cores).")
+@click.option("--memory-gb", type=float, default=1.0, show_default=True, help="Working-memory budget of the search.")
+def audit(train, dataset, synthetic, holdout, no_holdout, distance, threshold, categorical, numerical, target, nan, unseen,
+          ignore_extra, data_dir, out, show_records, n_jobs, memory_gb) -> None:
+    """Find synthetic rows that replicate training rows (d1/d2 < threshold)."""
+    console = Console()
+    train_df, schema, default_holdout = load_training_table(train, dataset, data_dir, categorical, numerical, target)
+    syn = read_table(synthetic)
+    hold = read_table(holdout) if holdout else (None if no_holdout else default_holdout)
+    if syn.shape[0] == 0:
+        raise TabmemError(f"{synthetic}: the synthetic table is empty")
+    detector = ReplicaDetector(distance, threshold, nan=nan, n_jobs=n_jobs, memory_budget=int(memory_gb * 2**30))
+    t0 = time.perf_counter()
+    detector.fit(train_df, schema)
+    n_rows = len(syn) + (len(hold) if hold is not None else 0)
+    result = run_with_progress(
+        console,
+        n_rows,
+        float(n_rows) * len(train_df),
+        lambda cb: detector.score(syn, holdout=hold, unseen=unseen, extra="ignore" if ignore_extra else "error", progress=cb),
+    )
+    elapsed = time.perf_counter() - t0
+    out_dir = Path(out)
+    summary = write_outputs(result, out_dir, {"seconds": elapsed, "schema": schema.to_dict()})
+    console.print(summary_table(summary))
+    console.print(f"[dim]{elapsed:.1f} s. Outputs: {out_dir}/summary.json, replicas.csv (one row per synthetic row), "
+                  f"records.csv (one row per training record).[/dim]")
+    if show_records:
+        records = result.records().sort_values("replica_count", ascending=False).head(10)
+        records = records[records.replica_count > 0]
+        shown = train_df.iloc[records.train_row.to_numpy()].assign(replica_count=records.replica_count.to_numpy())
+        console.print("[bold]Most-replicated training records (raw values, shown because --show-records):[/bold]")
+        console.print(shown.to_string())
