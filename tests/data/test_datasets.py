@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tabmem.data.datasets as ds
 from tabmem.data.datasets import (
@@ -268,7 +270,7 @@ def test_derived_files_are_rederived_when_absent(shared_data_dir, loaded, tmp_pa
             a, b = frame.to_numpy(), d.splits[split].to_numpy()
             np.testing.assert_array_equal(a[np.lexsort(a.T)], b[np.lexsort(b.T)])
         else:
-            pd.testing.assert_frame_equal(d.splits[split], frame)
+            pd.testing.assert_frame_equal(d.splits[split], frame, check_exact=True)
             np.testing.assert_array_equal(d.source_rows[split], ref.source_rows[split])
     if name == "wilt":
         stored = pd.read_csv(shared_data_dir / "wilt/split_tabddpm.csv")
@@ -324,7 +326,7 @@ def test_download_into_cache_verified_and_atomic(shared_data_dir, tmp_path, monk
         cached = tmp_path / "cache/adult" / name
         assert hashlib.sha256(cached.read_bytes()).hexdigest() == ds.get_dataset_spec("adult").file(name).sha256
     assert not list((tmp_path / "cache/adult").glob("*.part"))
-    pd.testing.assert_frame_equal(d.train, loaded["adult"].train)
+    pd.testing.assert_frame_equal(d.train, loaded["adult"].train, check_exact=True)
     assert next(
         i for i in list_datasets(data_dir=tmp_path / "empty", cache_dir=tmp_path / "cache") if i.name == "adult"
     ).available_locally
@@ -488,3 +490,45 @@ def test_cli_datasets(shared_data_dir, tmp_path):
     assert result.exit_code == 0
     lines = {line.split()[1]: line for line in result.output.splitlines() if line.startswith("│")}
     assert " no " in lines["adult"] and " yes " in lines["diabetes"]
+
+
+# ------------------------------------------------------------------------------ property: TabDDPM matching
+@settings(max_examples=40, deadline=None)
+@given(
+    pool=st.lists(st.tuples(st.integers(-500, 500), st.integers(0, 99_999), st.integers(0, 1)), min_size=1, max_size=8),
+    data=st.data(),
+)
+def test_derive_tabddpm_split_recovers_any_assignment(pool, data):
+    """Random records with many duplicates, a random split and shuffled split files: the derived map puts
+    exactly the split files' records in each split, and flags ambiguity exactly when identical records straddle splits."""
+    n = data.draw(st.integers(1, 25))
+    picks = data.draw(st.lists(st.integers(0, len(pool) - 1), min_size=n, max_size=n))
+    records = [pool[i] for i in picks]
+    table = pd.DataFrame(
+        {"a": [r[0] / 7 for r in records], "b": [r[1] / 1e5 for r in records], "y": [r[2] + 1 for r in records]}
+    )
+    assign = data.draw(st.lists(st.sampled_from(["train", "val", "test"]), min_size=n, max_size=n))
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for split in ("train", "val", "test"):
+        rows = rng.permutation([i for i in range(n) if assign[i] == split]).astype(int)
+        x = table[["a", "b"]].to_numpy()[rows] + rng.uniform(-1e-9, 1e-9, (len(rows), 2))  # float noise < 5 decimals
+        arrays[split] = (x.reshape(len(rows), 2), table["y"].to_numpy()[rows] - 1)
+    got = ds.derive_tabddpm_split(table, ["a", "b"], "y", arrays, target_offset=1.0, decimals=5)
+    assert got["row"].tolist() == list(range(n))
+    key = [tuple(np.round([a, b], 5)) + (y,) for a, b, y in table.itertuples(index=False)]
+    for split in ("train", "val", "test"):
+        derived = sorted(key[i] for i in range(n) if got["split"][i] == split)
+        expected = sorted(key[i] for i in range(n) if assign[i] == split)
+        assert derived == expected
+    for i in range(n):
+        spread = {assign[j] for j in range(n) if key[j] == key[i]}
+        assert got["ambiguous"][i] == int(len(spread) > 1)
+
+
+def test_derive_tabddpm_split_rejects_foreign_rows():
+    table = pd.DataFrame({"a": [1.0, 2.0], "y": [0, 1]})
+    arrays = {"train": (np.array([[1.0]]), np.array([0])), "test": (np.array([[3.0]]), np.array([1]))}
+    with pytest.raises(TabmemError, match="1 record\\(s\\) have no counterpart"):
+        ds.derive_tabddpm_split(table, ["a"], "y", arrays)

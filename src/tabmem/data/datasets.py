@@ -624,7 +624,10 @@ def derive_tabddpm_split(
     merged = record_keys.merge(all_split, on=[*key_cols, "occurrence"], how="left", validate="one_to_one")
     if merged["split"].isna().any() or len(all_split) != len(table):
         n_bad = int(merged["split"].isna().sum())
-        raise TabmemError(f"TabDDPM split files do not match the records: {n_bad} record(s) have no counterpart")
+        raise TabmemError(
+            f"TabDDPM split files ({len(all_split):,} rows) do not match the table ({len(table):,} records): "
+            f"{n_bad:,} record(s) have no counterpart"
+        )
     n_splits = merged.groupby(key_cols, sort=False)["split"].transform("nunique")
     merged["ambiguous"] = (n_splits > 1).astype(int)
     return merged.sort_values("row")[["row", "split", "ambiguous"]].reset_index(drop=True)
