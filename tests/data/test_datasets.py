@@ -532,3 +532,10 @@ def test_derive_tabddpm_split_rejects_foreign_rows():
     arrays = {"train": (np.array([[1.0]]), np.array([0])), "test": (np.array([[3.0]]), np.array([1]))}
     with pytest.raises(TabmemError, match="1 record\\(s\\) have no counterpart"):
         ds.derive_tabddpm_split(table, ["a"], "y", arrays)
+
+
+def test_tabmem_datasets_alias():
+    import tabmem.datasets as alias
+
+    assert sorted(alias.__all__) == sorted(ds.__all__)
+    assert all(getattr(alias, n) is getattr(ds, n) for n in ds.__all__)
