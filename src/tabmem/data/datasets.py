@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import logging
 import os
 import tempfile
 import urllib.error
@@ -70,9 +71,10 @@ __all__ = [
 ]
 
 DOWNLOAD_TIMEOUT_S = 30.0
+logger = logging.getLogger(__name__)
 _GH = "https://raw.githubusercontent.com"
 _UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases"
-_TABDDPM_COMMIT = "73a7f5ecae76b4031cd87b450e84256f6ecb50bb"  # ruheyun/tab-ddpm-dp (TabDDPM benchmark files)
+_TABDDPM_COMMIT = "ec7254ad810d34b7fe403fca1aa076acf3de274b"  # ruheyun/tab-ddpm-dp: last change of the TabDDPM files
 
 
 class ChecksumMismatchError(DataUnavailableError):
@@ -354,6 +356,7 @@ class DatasetFiles:
         failures: list[str] = []
         mismatches: list[str] = []
         for url in declared.urls:
+            logger.info("dataset %s: downloading %s from %s", name, declared.path, url)
             try:
                 payload = _fetch(url, DOWNLOAD_TIMEOUT_S)
             except (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError, ValueError) as exc:
