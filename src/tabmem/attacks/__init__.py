@@ -1,0 +1,27 @@
+"""No-box membership-inference attacks on synthetic tables, and their evaluation.
+
+``get_attack("levatt").fit(synthetic, schema).score(targets)`` -> one score per target,
+higher = more likely a member. Registered attacks: ``levatt`` (string edit distance, Ward et
+al. 2025), ``dcr`` (distance to closest record), ``mc`` (Monte Carlo, Hilprecht et al. 2019),
+``density`` (KDE of the synthetic data) and ``domias`` (van Breugel et al. 2023).
+"""
+
+from tabmem.attacks.base import ATTACKS, Attack, get_attack, register_attack
+from tabmem.attacks.evaluation import MembershipResult, evaluate_membership, top_k_worst_case, worst_case_records
+
+# attack modules (one import line each; importing registers them)
+from tabmem.attacks import levatt  # noqa: E402,F401  isort: skip
+from tabmem.attacks import dcr  # noqa: E402,F401  isort: skip
+from tabmem.attacks import montecarlo  # noqa: E402,F401  isort: skip
+from tabmem.attacks import density  # noqa: E402,F401  isort: skip
+
+__all__ = [
+    "ATTACKS",
+    "Attack",
+    "MembershipResult",
+    "evaluate_membership",
+    "get_attack",
+    "register_attack",
+    "top_k_worst_case",
+    "worst_case_records",
+]

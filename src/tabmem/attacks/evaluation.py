@@ -1,0 +1,210 @@
+"""Membership-inference evaluation: AUC, TPR at low FPR, CIs, ROC points and worst cases.
+
+Conventions follow the LevAtt paper's code (Ward et al. 2025, ``AttackEvaluator.roc_metrics``;
+brief ``levatt-tlp-dm.md`` §2.4-2.5): higher score = "member"; ``AUC = roc_auc_score`` (ties count
+one half); ``TPR@f = np.interp(f, fpr, tpr)`` on scikit-learn's ROC curve, so ``TPR@0`` is the
+largest TPR reachable with no false positive. Integer edit distances tie a lot, and the
+interpolation then credits a *randomised* threshold inside a tie block; the tie-aware variant
+``tpr_at_fpr_strict`` is what a deterministic threshold achieves (a tie block is taken whole
+or not at all): ``max{TPR(t) : FPR(t) <= f}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata
+from sklearn.metrics import roc_curve
+
+from tabmem.errors import TabmemError
+
+DEFAULT_FPRS: tuple[float, ...] = (0.0, 0.001, 0.01, 0.1)
+
+
+@dataclass(frozen=True)
+class MembershipResult:
+    """Metrics of one attack on one (members, non-members) evaluation set."""
+
+    auc: float
+    auc_ci: tuple[float, float]
+    tpr_at_fpr: dict[float, float]
+    tpr_at_fpr_strict: dict[float, float]
+    balanced_accuracy: float
+    threshold: float
+    n_members: int
+    n_non_members: int
+    roc: pd.DataFrame = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (FPR keys as strings ``"0"``, ``"0.001"``...)."""
+        return {
+            "auc": self.auc,
+            "auc_ci": list(self.auc_ci),
+            "tpr_at_fpr": {_key(f): v for f, v in self.tpr_at_fpr.items()},
+            "tpr_at_fpr_strict": {_key(f): v for f, v in self.tpr_at_fpr_strict.items()},
+            "balanced_accuracy": self.balanced_accuracy,
+            "threshold": self.threshold,
+            "n_members": self.n_members,
+            "n_non_members": self.n_non_members,
+        }
+
+
+def _key(f: float) -> str:
+    return "0" if f == 0 else repr(float(f))
+
+
+def _check(scores: Any, is_member: Any) -> tuple[np.ndarray, np.ndarray]:
+    s = (
+        np.asarray(scores, dtype=np.float64).ravel()
+        if not isinstance(scores, pd.Series)
+        else scores.to_numpy(np.float64)
+    )
+    y = np.asarray(is_member).ravel()
+    if s.shape != y.shape:
+        raise TabmemError(f"scores ({s.size}) and is_member ({y.size}) must have the same length")
+    if y.dtype != bool:
+        if not np.isin(y, [0, 1]).all():
+            raise TabmemError("is_member must hold booleans or 0/1 values")
+        y = y.astype(bool)
+    if np.isnan(s).any():
+        raise TabmemError(
+            f"{int(np.isnan(s).sum())} score(s) are NaN (first positions: {np.flatnonzero(np.isnan(s))[:5].tolist()})"
+        )
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        raise TabmemError(f"need at least one member and one non-member (got {n_pos} members, {n_neg} non-members)")
+    return s, y
+
+
+def auc_score(scores: Any, is_member: Any) -> float:
+    """ROC AUC by the Mann-Whitney statistic with mid-ranks (ties count 1/2; equals ``roc_auc_score``)."""
+    s, y = _check(scores, is_member)
+    return _auc(s, y)
+
+
+def _auc(s: np.ndarray, y: np.ndarray) -> float:
+    ranks = rankdata(s)
+    n_pos = y.sum()
+    n_neg = y.size - n_pos
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def tpr_at_fpr(fpr: np.ndarray, tpr: np.ndarray, target: float) -> float:
+    """The paper's ``np.interp(target, fpr, tpr)`` (TPR@0 = largest TPR with no false positive)."""
+    return float(np.interp(target, fpr, tpr))
+
+
+def tpr_at_fpr_strict(fpr: np.ndarray, tpr: np.ndarray, target: float) -> float:
+    """Largest TPR of a deterministic threshold whose FPR is at most ``target`` (tie blocks whole)."""
+    ok = fpr <= target + 1e-12
+    return float(tpr[ok].max()) if ok.any() else 0.0
+
+
+def evaluate_membership(
+    scores: Any,
+    is_member: Any,
+    *,
+    fprs: Sequence[float] = DEFAULT_FPRS,
+    n_bootstrap: int = 200,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> MembershipResult:
+    """Evaluate membership scores (higher = more likely a member) against the truth.
+
+    ``auc_ci`` is a percentile bootstrap interval that resamples members and non-members
+    separately (stratified, ``n_bootstrap`` resamples; 0 disables it and gives ``(nan, nan)``).
+    ``balanced_accuracy`` is ``max_t (TPR(t) + 1 - FPR(t)) / 2`` over the ROC thresholds and
+    ``threshold`` the score reaching it (predict member when ``score >= threshold``).
+    """
+    s, y = _check(scores, is_member)
+    for f in fprs:
+        if not 0.0 <= float(f) <= 1.0:
+            raise TabmemError(f"fprs: every FPR must be in [0, 1], got {f!r}")
+    if not 0 < confidence < 1:
+        raise TabmemError(f"confidence must be in (0, 1), got {confidence!r}")
+    if not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 0:
+        raise TabmemError(f"n_bootstrap must be a non-negative integer, got {n_bootstrap!r}")
+    fpr, tpr, thr = roc_curve(y, s, drop_intermediate=False)
+    auc = _auc(s, y)
+    j = int(np.argmax(tpr - fpr))
+    bal = float((tpr[j] + 1.0 - fpr[j]) / 2.0)
+    ci = _bootstrap_auc(s, y, n_bootstrap, confidence, random_state)
+    return MembershipResult(
+        auc=auc,
+        auc_ci=ci,
+        tpr_at_fpr={float(f): tpr_at_fpr(fpr, tpr, float(f)) for f in fprs},
+        tpr_at_fpr_strict={float(f): tpr_at_fpr_strict(fpr, tpr, float(f)) for f in fprs},
+        balanced_accuracy=bal,
+        threshold=float(thr[j]),
+        n_members=int(y.sum()),
+        n_non_members=int((~y).sum()),
+        roc=pd.DataFrame({"fpr": fpr, "tpr": tpr, "threshold": thr}),
+    )
+
+
+def _bootstrap_auc(
+    s: np.ndarray, y: np.ndarray, n_boot: int, confidence: float, random_state: Any
+) -> tuple[float, float]:
+    if n_boot == 0:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(random_state)
+    pos, neg = s[y], s[~y]
+    lab = np.concatenate([np.ones(pos.size, bool), np.zeros(neg.size, bool)])
+    aucs = np.empty(n_boot)
+    for b in range(n_boot):
+        sample = np.concatenate(
+            [pos[rng.integers(pos.size, size=pos.size)], neg[rng.integers(neg.size, size=neg.size)]]
+        )
+        aucs[b] = _auc(sample, lab)
+    alpha = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(aucs, [alpha, 1.0 - alpha])
+    return (float(lo), float(hi))
+
+
+def top_k_worst_case(
+    runs: pd.DataFrame, *, k: int = 20, group: str = "generator", by: str = "tpr_at_fpr_0.1"
+) -> pd.DataFrame:
+    """The paper's "top-k worst case": per ``group``, the ``k`` runs with the largest ``by`` (default TPR@0.1).
+
+    ``runs`` has one row per evaluation run (e.g. dataset x size x seed x generator) and metric
+    columns; returns those rows (ties by the original order, stable). Summarise with
+    ``.groupby(group).agg(["mean", "std"])`` as the paper's Table 1 does.
+    """
+    for col in (group, by):
+        if col not in runs.columns:
+            raise TabmemError(f"top_k_worst_case: column {col!r} not in the runs table (columns: {list(runs.columns)})")
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        raise TabmemError(f"top_k_worst_case: k must be a positive integer, got {k!r}")
+    parts = []
+    for _, g in runs.groupby(group, sort=True):
+        order = np.argsort(-g[by].to_numpy(dtype=np.float64), kind="stable")[:k]
+        parts.append(g.iloc[order])
+    return pd.concat(parts) if parts else runs.iloc[:0]
+
+
+def worst_case_records(
+    scores: Any, is_member: Any | None = None, *, k: int = 20, ids: Any | None = None
+) -> pd.DataFrame:
+    """Per-record worst case: the ``k`` target records with the strongest membership evidence (highest scores).
+
+    Returns ``target_row`` (or ``ids``), ``score``, ``rank`` (1 = strongest; ties share the best
+    rank) and ``is_member`` when given; records are identified by position, never by their values.
+    """
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    if is_member is not None:
+        s, y = _check(s, is_member)
+    order = np.lexsort((np.arange(s.size), -s))[: max(int(k), 0)]
+    ranks = rankdata(-s, method="min")
+    out = pd.DataFrame(
+        {
+            "target_row": np.asarray(ids)[order] if ids is not None else order,
+            "score": s[order],
+            "rank": ranks[order].astype(np.int64),
+        }
+    )
+    if is_member is not None:
+        out["is_member"] = y[order]
+    return out.reset_index(drop=True)
