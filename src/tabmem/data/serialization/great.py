@@ -64,6 +64,22 @@ class GReaTSerializer(RowSerializer):
             c: decimals_needed(clean[c].to_numpy(dtype=np.float64), int(self.max_decimals)) for c in schema.numerical
         }
         self.categories_ = {c: set(clean[c].tolist()) for c in schema.categorical}
+        self._compile()
+
+    def get_state(self) -> dict[str, object]:
+        """Everything learned, as plain lists/dicts (safe for ``torch.load(weights_only=True)``)."""
+        self._check_fitted()
+        return {"decimals": dict(self.decimals_), "categories": {c: sorted(v) for c, v in self.categories_.items()}}
+
+    def set_state(self, schema: Schema, state: dict[str, object]) -> GReaTSerializer:
+        self.schema_ = schema
+        self.columns_ = tuple(schema.columns)
+        self.decimals_ = {c: int(d) for c, d in state["decimals"].items()}  # type: ignore[union-attr]
+        self.categories_ = {c: set(v) for c, v in state["categories"].items()}  # type: ignore[union-attr]
+        self._compile()
+        return self
+
+    def _compile(self) -> None:
         names = sorted(self.columns_, key=len, reverse=True)
         self._pattern = re.compile("(?:^|, )(" + "|".join(re.escape(c) for c in names) + ") is ")
 

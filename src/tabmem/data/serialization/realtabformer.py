@@ -98,32 +98,65 @@ class REaLTabFormerSerializer(RowSerializer):
         """Per position, the token text of every row (object arrays); raises when a value does not fit."""
         out: list[np.ndarray] = []
         for j, spec in enumerate(self.specs_):
+            out.extend(self._column_tokens(j, spec, clean[spec["column"]]))
+        return out
+
+    def _column_tokens(self, j: int, spec: dict[str, Any], series: pd.Series) -> list[np.ndarray]:
+        c = spec["column"]
+        if spec["kind"] == "categorical":
+            return [np.array([_token_text(f"{j}_{c}__{t}") for t in series.tolist()], dtype=object)]
+        out = []
+        v = series.to_numpy(dtype=np.float64)
+        nan = np.isnan(v)
+        if nan.any() and not spec["nan"]:
+            raise SchemaError("table", [f"column {c!r}: {int(nan.sum())} missing value(s), none in training"])
+        if (~nan & (v < 0)).any() and not spec["signed"]:
+            raise SchemaError("table", [f"column {c!r}: negative values, training had none"])
+        mag = np.round(np.abs(np.where(nan, 0.0, v)) * 10.0 ** spec["decimals"])
+        too_big = mag >= 10.0 ** spec["width"]
+        if too_big.any():
+            raise SchemaError(
+                "table",
+                [f"column {c!r}: {int(too_big.sum())} value(s) wider than the {spec['width']} digits of training"],
+            )
+        m = mag.astype(np.int64)
+        prefix = f"{j}_{_token_text(c)}_"
+        if spec["signed"]:
+            sign = np.where(nan, "@", np.where(v < 0, "-", "+"))
+            out.append(np.array([f"{prefix}sign_{s}" for s in sign.tolist()], dtype=object))
+        for k in range(spec["width"]):
+            d = (m // 10 ** (spec["width"] - 1 - k)) % 10
+            digits = np.where(nan, "@", d.astype(str))
+            out.append(np.array([f"{prefix}{k}_{s}" for s in digits.tolist()], dtype=object))
+        return out
+
+    def encode_values(self, values: dict[str, Any]) -> dict[int, int]:
+        """``{column: value}`` -> ``{position: token id}`` (for conditional sampling); unseen tokens raise."""
+        self._check_fitted()
+        out: dict[int, int] = {}
+        for j, spec in enumerate(self.specs_):
             c = spec["column"]
-            if spec["kind"] == "categorical":
-                out.append(np.array([_token_text(f"{j}_{c}__{t}") for t in clean[c].tolist()], dtype=object))
+            if c not in values:
                 continue
-            v = clean[c].to_numpy(dtype=np.float64)
-            nan = np.isnan(v)
-            if nan.any() and not spec["nan"]:
-                raise SchemaError("table", [f"column {c!r}: {int(nan.sum())} missing value(s), none in training"])
-            if (~nan & (v < 0)).any() and not spec["signed"]:
-                raise SchemaError("table", [f"column {c!r}: negative values, training had none"])
-            mag = np.round(np.abs(np.where(nan, 0.0, v)) * 10.0 ** spec["decimals"])
-            too_big = mag >= 10.0 ** spec["width"]
-            if too_big.any():
-                raise SchemaError(
-                    "table",
-                    [f"column {c!r}: {int(too_big.sum())} value(s) wider than the {spec['width']} digits of training"],
-                )
-            m = mag.astype(np.int64)
-            prefix = f"{j}_{_token_text(c)}_"
-            if spec["signed"]:
-                sign = np.where(nan, "@", np.where(v < 0, "-", "+"))
-                out.append(np.array([f"{prefix}sign_{s}" for s in sign.tolist()], dtype=object))
-            for k in range(spec["width"]):
-                d = (m // 10 ** (spec["width"] - 1 - k)) % 10
-                digits = np.where(nan, "@", d.astype(str))
-                out.append(np.array([f"{prefix}{k}_{s}" for s in digits.tolist()], dtype=object))
+            v = values[c]
+            if spec["kind"] == "categorical":
+                series = pd.Series([canonical_category(v)], dtype=object)
+            else:
+                try:
+                    series = pd.Series([float(v)], dtype=np.float64)
+                except (TypeError, ValueError):
+                    raise TabmemError(f"conditions: column {c!r} is numerical, got {v!r}") from None
+            for p, toks in zip(self.column_positions(c), self._column_tokens(j, spec, series)):
+                tid = self.token_to_id_.get(toks[0], -1)
+                if tid not in self.allowed_ids_[p]:
+                    raise TabmemError(
+                        f"conditions: value {v!r} of column {c!r} cannot be written with the training vocabulary "
+                        f"(token {toks[0]!r} never seen in training)"
+                    )
+                out[p] = tid
+        unknown = [c for c in values if c not in {s["column"] for s in self.specs_}]
+        if unknown:
+            raise TabmemError(f"conditions: unknown column(s) {unknown}")
         return out
 
     def _build_vocab(self, clean: pd.DataFrame) -> None:
