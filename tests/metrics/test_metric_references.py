@@ -17,7 +17,7 @@ from tabmem.data.schema import Schema
 from tabmem.errors import SchemaError, TabmemError
 from tabmem.metrics import MLE, MMD, AlphaPrecision, BetaRecall, DCRShare, LogisticDetection, Wasserstein
 from tabmem.metrics.alpha_beta import alpha_beta_naive
-from tabmem.metrics.dcr_share import min_l1_distance
+from tabmem.metrics.dcr_share import nearest_l1
 from tabmem.metrics.mmd import mmd2_biased, mmd2_linear, mmd2_unbiased
 from tabmem.metrics.wasserstein import sliced_wasserstein, wasserstein_1d
 
@@ -188,7 +188,7 @@ def test_c2st_is_high_for_same_distribution_and_low_for_shift():
 def test_dcr_share_equals_brute_force_cityblock():
     train, hold, syn = _mixed(120, 16), _mixed(120, 17), _mixed(90, 18)
     syn.loc[:4, "c"] = "never-seen"
-    res = DCRShare(block_size=7).evaluate(train, syn, SCHEMA, holdout=hold)
+    res = DCRShare(block_rows=7).evaluate(train, syn, SCHEMA, holdout=hold)
     enc = TableEncoder(SCHEMA).fit(train)
 
     def encode(df):
@@ -212,14 +212,18 @@ def test_dcr_share_flags_copies_and_needs_a_holdout():
         DCRShare().compute(train, copies, SCHEMA)
 
 
-def test_min_l1_distance_blocks_do_not_change_results():
-    rng = np.random.default_rng(22)
-    qn, rn = rng.normal(size=(37, 2)), rng.normal(size=(53, 2))
-    qo, ro = np.eye(3)[rng.integers(0, 3, 37)], np.eye(3)[rng.integers(0, 3, 53)]
-    a = min_l1_distance(qn, qo, rn, ro, block=1)
-    b = min_l1_distance(qn, qo, rn, ro, block=1000)
-    np.testing.assert_array_equal(a, b)
-    np.testing.assert_allclose(a, cdist(np.hstack([qn, qo]), np.hstack([rn, ro]), "cityblock").min(1))
+def test_nearest_l1_is_exact_with_duplicates_ties_and_any_block_size():
+    train = _mixed(150, 22)
+    train = pd.concat([train, train.iloc[:30]], ignore_index=True)  # exact duplicates -> tied neighbours
+    queries = pd.concat([_mixed(40, 23), train.iloc[:20]], ignore_index=True)
+    enc = TableEncoder(SCHEMA).fit(train)
+    clean_t, clean_q = enc.validate(train), enc.validate(queries)
+    ref = np.hstack([enc.numeric(clean_t) / enc.range_, enc.one_hot(clean_t)])
+    qry = np.hstack([enc.numeric(clean_q) / enc.range_, enc.one_hot(clean_q)])
+    brute = cdist(qry, ref, "cityblock").min(1)
+    for block in (1, 7, None):
+        np.testing.assert_allclose(nearest_l1(enc, clean_t, clean_q, block_rows=block), brute, rtol=0, atol=1e-12)
+    assert (nearest_l1(enc, clean_t, clean_q)[40:] == 0).all()
 
 
 # ------------------------------------------------------------------------------------ MLE

@@ -15,7 +15,9 @@ conformance tests iterate over all of them).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -24,7 +26,7 @@ import pandas as pd
 
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema, validate_table
-from tabmem.errors import TabmemError
+from tabmem.errors import SchemaError, TabmemError
 
 Goal = Literal["maximize", "minimize"]
 
@@ -129,14 +131,67 @@ def _load_all() -> None:
 
 
 # ------------------------------------------------------------------ shared data preparation
+_CACHE: ContextVar[dict | None] = ContextVar("tabmem_metrics_preparation", default=None)
+
+
+@contextmanager
+def shared_preparation() -> Iterator[None]:
+    """Within this block, each table is validated (and the encoder fitted) once for all metrics.
+
+    Used by :func:`~tabmem.metrics.report.quality_report`; validation of large tables costs more
+    than most metrics, so sharing it is what keeps a full report fast.
+    """
+    token = _CACHE.set({})
+    try:
+        yield
+    finally:
+        _CACHE.reset(token)
+
+
+def _cached(key: tuple, table: object, make: Callable[[], object]) -> object:
+    cache = _CACHE.get()
+    if cache is None:
+        return make()
+    if key not in cache:
+        cache[key] = (table, make())  # holding ``table`` keeps its id() valid for the cache's life
+    return cache[key][1]
+
+
+def _validated(table: pd.DataFrame, schema: Schema, name: str) -> pd.DataFrame:
+    return _cached(
+        ("table", id(table), schema, name), table, lambda: validate_table(table, schema, name=name, nan="match")
+    )  # type: ignore[return-value]
+
+
+def _check_complete(clean: pd.DataFrame, schema: Schema, name: str) -> None:
+    problems = []
+    for c in schema.numerical:
+        rows = np.flatnonzero(np.isnan(clean[c].to_numpy(np.float64)))
+        if rows.size:
+            head = ", ".join(str(int(r)) for r in rows[:5]) + (", ..." if rows.size > 5 else "")
+            problems.append(
+                f"column {c!r} has {rows.size} missing value(s) (first rows: {head}); this metric needs complete rows"
+            )
+    if problems:
+        raise SchemaError(name, problems)
+
+
 @dataclass
 class PreparedTables:
-    """Validated real/synthetic tables and an encoder fitted on the real (training) table."""
+    """Validated real/synthetic tables; ``encoder`` (fitted on the real table) is built on first use."""
 
     real: pd.DataFrame
     synthetic: pd.DataFrame
-    encoder: TableEncoder
     schema: Schema
+    _raw_real: pd.DataFrame
+
+    @property
+    def encoder(self) -> TableEncoder:
+        return _cached(  # type: ignore[return-value]
+            ("encoder", id(self._raw_real), self.schema),
+            self._raw_real,
+            lambda: TableEncoder(self.schema).fit(self.real, nan="match"),
+        )
 
 
 def prepare_tables(
@@ -152,15 +207,21 @@ def prepare_tables(
     Numerical NaN: ``nan="error"`` raises a :class:`~tabmem.errors.SchemaError` naming the
     column (metrics that need complete rows), ``"match"`` keeps NaN (metrics with a documented
     NaN rule). Categories unseen in the real table are kept (they are a fidelity defect the
-    metrics must see, not an input error).
+    metrics must see, not an input error): they are simply values the real table lacks.
     """
-    clean_real = validate_table(real, schema, name="real", nan=nan)
-    encoder = TableEncoder(schema).fit(clean_real, nan="match")
-    clean_syn = encoder.validate(synthetic, name="synthetic", nan=nan, unseen="mismatch")
-    extras: dict[str, pd.DataFrame | None] = {}
-    for key, table in (extra_tables or {}).items():
-        extras[key] = None if table is None else encoder.validate(table, name=key, nan=nan, unseen="mismatch")
-    return PreparedTables(clean_real, clean_syn, encoder, schema), extras
+    if nan not in ("error", "match"):
+        raise TabmemError(f"nan must be 'error' or 'match', got {nan!r}")
+    tables = {"real": real, "synthetic": synthetic, **(extra_tables or {})}
+    clean: dict[str, pd.DataFrame | None] = {}
+    for name, table in tables.items():
+        if table is None:
+            clean[name] = None
+            continue
+        clean[name] = _validated(table, schema, name)
+        if nan == "error":
+            _check_complete(clean[name], schema, name)  # type: ignore[arg-type]
+    prep = PreparedTables(clean.pop("real"), clean.pop("synthetic"), schema, real)  # type: ignore[arg-type]
+    return prep, clean
 
 
 def check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:

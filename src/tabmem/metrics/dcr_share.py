@@ -8,51 +8,92 @@ the training table a generator that does not copy scores 50% (the ideal; higher 
 synthetic rows sit closer to the training rows). With other sizes the no-copy value is
 ``n_train / (n_train + n_holdout)``, reported as ``ideal``.
 
-Exact and blocked: the numeric L1 part is a sum of ``|q - r|`` per column on a (block x n)
-slab, the categorical part ``ones_q + ones_r - 2 * (onehot_q @ onehot_r.T)`` (one BLAS product:
-one-hot L1 counts 2 per mismatching column, 1 when the synthetic category is unseen). Memory is
-O(block x n) whatever the table sizes; the reference tables are never subsampled.
+Exact and blocked, on the project's exact neighbour search (:mod:`tabmem.neighbors.blocked`):
+:class:`TabSynL1Distance` evaluates a query block against all reference rows in float32 (the
+numeric L1 part column by column, the categorical part ``ones_q + ones_r - 2 onehot_q @
+onehot_r.T`` in one BLAS product, so a mismatching column counts 2 and an unseen synthetic
+category 1, exactly as one-hot L1 does), with a rounding bound; the search then recomputes the
+candidates in float64, so the distances equal a float64 brute force. The project's ``gower``
+distance is *not* reused because it weighs a categorical mismatch 1 (not 2) and clips
+numerical differences at 1, which would change TabSyn's number. Memory is bounded whatever the
+sizes and the reference tables are never subsampled.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy.linalg.blas import sgemm
 
-from tabmem.data.encoding import TableEncoder
 from tabmem.errors import TabmemError
-from tabmem.metrics._encode import block_rows
-from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
+from tabmem.memorization.distances import EPS32, Block, Distance, Queries
+from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
+from tabmem.neighbors.blocked import kneighbors
 
 
-def _encode(encoder: TableEncoder, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.where(encoder.range_ > 0, encoder.range_, 1.0)
-    num = encoder.numeric(table) / rng
-    oh = encoder.one_hot(table, dtype=np.float64) if encoder.schema.categorical else np.zeros((len(table), 0))
-    return np.ascontiguousarray(num), np.ascontiguousarray(oh)
+class TabSynL1Distance(Distance):
+    """L1 distance on ``[x_num / range_train, one-hot]`` (TabSyn DCR); not in the replica registry."""
+
+    name = "tabsyn_l1"
+
+    def prepare(self, clean: pd.DataFrame, *, fitting: bool = False) -> Queries:
+        enc = self.encoder_
+        rng = np.where(enc.range_ > 0, enc.range_, 1.0)
+        num = enc.numeric(clean) / rng
+        onehot = (
+            enc.one_hot(clean, dtype=np.float32) if enc.schema.categorical else np.zeros((len(clean), 0), np.float32)
+        )
+        q = Queries(num=num, miss=np.isnan(num), onehot=onehot, codes=enc.codes(clean))
+        q.aug = num.astype(np.float32)
+        q.ones = onehot.sum(axis=1).astype(np.float32)  # type: ignore[attr-defined]
+        q.abs_sum = np.abs(num).sum(axis=1)  # type: ignore[attr-defined]
+        return q
+
+    def _fit_extra(self) -> None:
+        ref = self.ref_
+        self._ref_abs_max = float(ref.abs_sum.max()) if len(ref) else 0.0  # type: ignore[attr-defined]
+
+    def block(self, q: Queries, rows: slice) -> Block:
+        ref = self.ref_
+        b = q.aug[rows]
+        n_rows, k = b.shape
+        key = np.empty((n_rows, self.n_ref), dtype=np.float32)
+        np.add.outer(q.ones[rows], ref.ones, out=key)  # type: ignore[attr-defined]
+        if q.onehot.shape[1]:  # key -= 2 * matches, fused into the GEMM (beta = 1)
+            sgemm(-2.0, ref.onehot.T, q.onehot[rows].T, beta=1.0, c=key.T, trans_a=1, trans_b=0, overwrite_c=1)
+        tmp = np.empty_like(key)
+        for c in range(k):
+            np.subtract.outer(b[:, c], ref.aug[:, c], out=tmp)
+            np.abs(tmp, out=tmp)
+            key += tmp
+        n_terms = k + 2
+        scale = q.abs_sum[rows] + self._ref_abs_max + q.ones[rows] + 2.0 * self.n_cat_total + 1.0  # type: ignore[attr-defined]
+        margin = (4.0 * n_terms + 8.0) * EPS32 * scale
+        qi = np.arange(rows.start, rows.start + n_rows)
+
+        def exact(local_rows: np.ndarray, refs: np.ndarray) -> np.ndarray:
+            return self.pair_distances(q, qi[local_rows], refs)
+
+        def identity(local_rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+            return np.asarray(values, dtype=np.float64)
+
+        return Block(key=key, margin=margin, exact=exact, key_to_distance=identity, distance_to_key=identity)
+
+    def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
+        num = np.abs(q.num[q_idx] - self.ref_.num[r_idx]).sum(axis=1)
+        qo, ro = q.onehot[q_idx].astype(np.float64), self.ref_.onehot[r_idx].astype(np.float64)
+        return num + np.abs(qo - ro).sum(axis=1)
 
 
-def min_l1_distance(
-    q_num: np.ndarray, q_oh: np.ndarray, r_num: np.ndarray, r_oh: np.ndarray, block: int | None = None
+def nearest_l1(
+    encoder, reference: pd.DataFrame, queries: pd.DataFrame, *, n_jobs: int = 1, block_rows: int | None = None
 ) -> np.ndarray:
-    """Exact ``min_r ||[q_num, q_oh] - [r_num, r_oh]||_1`` for every query row, in row blocks."""
-    n_ref = len(r_num)
-    if n_ref == 0:
+    """Exact ``min_r ||q - r||_1`` (TabSyn encoding, ``encoder``'s training ranges) per query row."""
+    if len(reference) == 0:
         raise TabmemError("the reference table is empty")
-    step = block or block_rows(n_ref)
-    r_ones = r_oh.sum(axis=1)
-    q_ones = q_oh.sum(axis=1)
-    out = np.empty(len(q_num))
-    for start in range(0, len(q_num), step):
-        stop = min(start + step, len(q_num))
-        if r_oh.shape[1]:
-            d = (q_ones[start:stop, None] + r_ones[None, :]) - 2.0 * (q_oh[start:stop] @ r_oh.T)
-        else:
-            d = np.zeros((stop - start, n_ref))
-        for j in range(q_num.shape[1]):
-            d += np.abs(q_num[start:stop, j, None] - r_num[None, :, j])
-        out[start:stop] = d.min(axis=1)
-    return out
+    dist = TabSynL1Distance().fit(encoder=encoder, clean=reference)
+    _, d = kneighbors(dist, dist.prepare(queries), k=1, n_jobs=n_jobs, block_rows=block_rows)
+    return d[:, 0]
 
 
 @register_metric
@@ -64,22 +105,22 @@ class DCRShare(Metric):
     bounds = (0.0, 1.0)
     needs = ("holdout",)
 
-    def __init__(self, block_size: int | None = None) -> None:
-        self.block_size = block_size
+    def __init__(self, n_jobs: int = 1, block_rows: int | None = None) -> None:
+        self.n_jobs = n_jobs
+        self.block_rows = block_rows
 
     def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
         if holdout is None:
             raise TabmemError(
                 "dcr_share needs a holdout table (real rows not used for training; same size as the training table)"
             )
+        check_positive_int("n_jobs", self.n_jobs)
+        check_positive_int("block_rows", self.block_rows, allow_none=True)
         prep, extra = prepare_tables(real, synthetic, schema, nan="error", extra_tables={"holdout": holdout})
         hold = extra["holdout"]
         enc = prep.encoder
-        s_num, s_oh = _encode(enc, prep.synthetic)
-        t_num, t_oh = _encode(enc, prep.real)
-        h_num, h_oh = _encode(enc, hold)
-        d_train = min_l1_distance(s_num, s_oh, t_num, t_oh, self.block_size)
-        d_hold = min_l1_distance(s_num, s_oh, h_num, h_oh, self.block_size)
+        d_train = nearest_l1(enc, prep.real, prep.synthetic, n_jobs=self.n_jobs, block_rows=self.block_rows)
+        d_hold = nearest_l1(enc, hold, prep.synthetic, n_jobs=self.n_jobs, block_rows=self.block_rows)
         closer = d_train < d_hold
         table = pd.DataFrame(
             {

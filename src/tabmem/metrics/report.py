@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabmem.data.schema import Schema, validate_table
+from tabmem.data.schema import Schema
 from tabmem.errors import SchemaError, TabmemError
 from tabmem.metrics.alpha_beta import AlphaPrecision
-from tabmem.metrics.base import MetricResult, _jsonable
+from tabmem.metrics.base import MetricResult, _jsonable, prepare_tables, shared_preparation
 from tabmem.metrics.dcr_share import DCRShare
 from tabmem.metrics.detection import LogisticDetection
 from tabmem.metrics.mle import MLE
@@ -95,11 +95,6 @@ def quality_report(
     unknown = [m for m in wanted if m not in SUMMARY_KEYS]
     if unknown:
         raise TabmemError(f"unknown metric(s) {unknown}; choose from {', '.join(SUMMARY_KEYS)}")
-    # structural checks once, up front (missing/extra columns, non-numeric values): these are fatal
-    validate_table(real, schema, name="real", nan="match")
-    for name, table in (("synthetic", synthetic), ("test", test), ("holdout", holdout)):
-        if table is not None:
-            validate_table(table, schema, name=name, nan="match")
 
     runners: dict[str, Callable[[], MetricResult]] = {
         "shape": lambda: Shape().evaluate(real, synthetic, schema),
@@ -111,11 +106,39 @@ def quality_report(
         "wasserstein": lambda: Wasserstein(random_state=random_state).evaluate(real, synthetic, schema),
         "alpha_precision": lambda: AlphaPrecision(n_jobs=n_jobs).evaluate(real, synthetic, schema),
         "c2st": lambda: LogisticDetection(random_state=random_state).evaluate(real, synthetic, schema),
-        "dcr_share": lambda: DCRShare().evaluate(real, synthetic, schema, holdout=holdout),
+        "dcr_share": lambda: DCRShare(n_jobs=n_jobs).evaluate(real, synthetic, schema, holdout=holdout),
     }
     results: dict[str, MetricResult] = {}
     skipped: dict[str, str] = {}
     timings: dict[str, float] = {}
+    with shared_preparation():
+        # structural checks once, up front (missing/extra columns, non-numeric values): these are fatal
+        start = time.perf_counter()
+        prepare_tables(real, synthetic, schema, nan="match", extra_tables={"test": test, "holdout": holdout})
+        timings["validation"] = time.perf_counter() - start
+        _run_all(wanted, runners, results, skipped, timings, real, synthetic, schema, test, holdout, n_jobs, progress)
+    config = {
+        "pair_filter": pair_filter,
+        "mle_grid": mle_grid if isinstance(mle_grid, str) else "custom",
+        "random_state": random_state,
+    }
+    return QualityReport(results, skipped, timings, len(real), len(synthetic), config)
+
+
+def _run_all(  # noqa: PLR0913
+    wanted: list[str],
+    runners: dict[str, Callable[[], MetricResult]],
+    results: dict[str, MetricResult],
+    skipped: dict[str, str],
+    timings: dict[str, float],
+    real: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    schema: Schema,
+    test: pd.DataFrame | None,
+    holdout: pd.DataFrame | None,
+    n_jobs: int,
+    progress: Callable[[str], None] | None,
+) -> None:
     for name in SUMMARY_KEYS:
         if name not in wanted:
             continue
@@ -159,12 +182,6 @@ def quality_report(
         except (ValueError, np.linalg.LinAlgError) as exc:
             skipped[name] = f"{type(exc).__name__}: {exc}"
         timings[name] = time.perf_counter() - start
-    config = {
-        "pair_filter": pair_filter,
-        "mle_grid": mle_grid if isinstance(mle_grid, str) else "custom",
-        "random_state": random_state,
-    }
-    return QualityReport(results, skipped, timings, len(real), len(synthetic), config)
 
 
 def _beta_only(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, n_jobs: int) -> MetricResult:
