@@ -1,0 +1,119 @@
+"""One call that runs several attacks on (members, non-members, synthetic[, reference]) and evaluates them.
+
+This is what ``tabmem attack`` does; the CLI only reads files and writes the results.
+Targets are the members followed by the non-members (``target_row`` = position in that order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from tabmem.attacks.base import ATTACKS, get_attack
+from tabmem.attacks.evaluation import MembershipResult, evaluate_membership
+from tabmem.data.schema import Schema, validate_table
+from tabmem.errors import TabmemError
+
+DEFAULT_ATTACKS: tuple[str, ...] = ("levatt", "dcr", "mc", "density", "domias")
+
+
+@dataclass
+class AttackReport:
+    """Per-attack metrics and the per-record score table (``target_row``, ``is_member``, one column per attack)."""
+
+    results: dict[str, MembershipResult]
+    scores: pd.DataFrame
+    n_overlap: int
+    skipped: dict[str, str]
+
+    def summary(self) -> dict[str, Any]:
+        """``{attack: {"auc", "auc_ci", "tpr_at_fpr", ...}}`` plus ``"_meta"`` (sizes, overlap, skipped attacks)."""
+        out: dict[str, Any] = {name: r.to_dict() for name, r in self.results.items()}
+        any_r = next(iter(self.results.values()), None)
+        out["_meta"] = {
+            "n_members": any_r.n_members if any_r else None,
+            "n_non_members": any_r.n_non_members if any_r else None,
+            "n_member_rows_also_in_non_members": self.n_overlap,
+            "skipped": self.skipped,
+            "target_row": "position in members followed by non-members",
+        }
+        return out
+
+
+def run_attacks(
+    members: pd.DataFrame,
+    non_members: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    schema: Schema,
+    *,
+    reference: pd.DataFrame | None = None,
+    attacks: Sequence[str] = DEFAULT_ATTACKS,
+    attack_params: dict[str, dict[str, Any]] | None = None,
+    nan: str = "error",
+    extra: str = "error",
+    n_bootstrap: int = 200,
+    random_state: int = 0,
+) -> AttackReport:
+    """Fit every attack on the synthetic table, score members and non-members, evaluate.
+
+    Bad input raises :class:`~tabmem.errors.TabmemError` / ``SchemaError``: tables whose columns
+    differ from the schema (``extra="ignore"`` drops unknown columns), empty tables, members
+    identical to non-members. ``domias`` without a reference table is skipped (reported in
+    ``skipped``) unless it is the only attack asked for.
+    """
+    unknown = [a for a in attacks if a not in ATTACKS]
+    if unknown:
+        raise TabmemError(f"unknown attack(s) {unknown}; available: {', '.join(sorted(ATTACKS))}")
+    if not attacks:
+        raise TabmemError("no attacks requested")
+    if nan not in ("error", "match"):
+        raise TabmemError(f"nan must be 'error' or 'match', got {nan!r}")
+    tables = {"members": members, "non-members": non_members, "synthetic": synthetic}
+    if reference is not None:
+        tables["reference"] = reference
+    clean = {}
+    for name, t in tables.items():
+        # raises one SchemaError per table listing missing/extra columns, non-numeric values, NaN, emptiness
+        clean[name] = validate_table(t, schema, name=name, nan="match" if nan == "match" else "error", extra=extra)  # type: ignore[arg-type]
+    m_keys = _row_keys(clean["members"])
+    n_keys = _row_keys(clean["non-members"])
+    n_overlap = int(np.isin(m_keys, n_keys).sum())
+    if set(m_keys.tolist()) == set(n_keys.tolist()):
+        raise TabmemError(
+            "members and non-members hold exactly the same rows: membership cannot be evaluated (pass held-out rows as non-members)"
+        )
+    cols = list(schema.columns)
+    targets = pd.concat([members[cols], non_members[cols]], ignore_index=True)
+    is_member = np.r_[np.ones(len(members), bool), np.zeros(len(non_members), bool)]
+    params = attack_params or {}
+    scores = pd.DataFrame({"target_row": np.arange(len(targets)), "is_member": is_member})
+    results: dict[str, MembershipResult] = {}
+    skipped: dict[str, str] = {}
+    for name in attacks:
+        kw = dict(params.get(name, {}))
+        cls = ATTACKS[name]
+        if "nan" in cls.__init__.__code__.co_varnames and name not in ("density", "domias"):
+            kw.setdefault("nan", nan)
+        if cls.needs_reference and reference is None:
+            if len(attacks) == 1:
+                raise TabmemError(f"{name} needs a reference table of real non-member rows (--reference)")
+            skipped[name] = "needs a reference table (--reference)"
+            continue
+        if name in ("density", "domias") and nan == "match" and any(clean[k].isna().any().any() for k in clean):
+            skipped[name] = "KDE attacks need complete rows (missing values present)"
+            continue
+        attack = get_attack(name, **kw).fit(
+            synthetic[cols], schema, reference=None if reference is None else reference[cols]
+        )
+        s = attack.score(targets)
+        scores[name] = s
+        results[name] = evaluate_membership(s, is_member, n_bootstrap=n_bootstrap, random_state=random_state)
+    return AttackReport(results=results, scores=scores, n_overlap=n_overlap, skipped=skipped)
+
+
+def _row_keys(clean: pd.DataFrame) -> np.ndarray:
+    """Hash of every validated row (used only to detect identical member/non-member sets; never printed)."""
+    return pd.util.hash_pandas_object(clean, index=False).to_numpy()

@@ -1,0 +1,117 @@
+"""``tabmem attack``: no-box membership inference on a synthetic table (LevAtt, DCR, MC, density, DOMIAS).
+
+Writes ``summary.json`` and ``scores.csv`` to ``--out``; the terminal shows aggregate metrics
+only, never a record's values.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from tabmem.errors import TabmemError
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+@click.command("attack")
+@click.option(
+    "--members", "members_path", required=True, type=click.Path(dir_okay=False), help="Training rows (CSV/Parquet)."
+)
+@click.option(
+    "--non-members", "non_members_path", required=True, type=click.Path(dir_okay=False), help="Held-out rows."
+)
+@click.option("--synthetic", "synthetic_path", required=True, type=click.Path(dir_okay=False), help="Synthetic table.")
+@click.option("--reference", "reference_path", type=click.Path(dir_okay=False), help="Real non-member rows for DOMIAS.")
+@click.option("--attacks", default="levatt,dcr,mc,density,domias", show_default=True, help="Comma-separated attacks.")
+@click.option(
+    "--serializer", default="canonical", show_default=True, help="Row format of LevAtt (canonical, paper_sft, ...)."
+)
+@click.option("--distance", default="l2", show_default=True, help="Distance of DCR and MC (l2, gower, fang2024).")
+@click.option("--categorical", default=None, help="Comma-separated columns to treat as categorical.")
+@click.option("--numerical", default=None, help="Comma-separated columns to treat as numerical.")
+@click.option(
+    "--nan", type=click.Choice(["error", "match"]), default="error", show_default=True, help="Missing values."
+)
+@click.option("--ignore-extra", is_flag=True, help="Drop columns that are not in the members table.")
+@click.option("--n-bootstrap", default=200, show_default=True, type=int, help="Bootstrap resamples of the AUC CI.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
+@click.option("--n-jobs", default=2, show_default=True, type=int, help="Workers of the neighbour searches.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
+def attack(
+    members_path: str,
+    non_members_path: str,
+    synthetic_path: str,
+    reference_path: str | None,
+    attacks: str,
+    serializer: str,
+    distance: str,
+    categorical: str | None,
+    numerical: str | None,
+    nan: str,
+    ignore_extra: bool,
+    n_bootstrap: int,
+    seed: int,
+    n_jobs: int,
+    out_dir: str,
+) -> None:
+    """Membership inference with only the synthetic table: can it tell who was in the training data?"""
+    from rich.console import Console
+    from rich.table import Table
+
+    from tabmem.attacks.runner import run_attacks
+    from tabmem.data.io import read_table
+    from tabmem.data.schema import Schema
+
+    names = _split(attacks)
+    if not names:
+        raise TabmemError("--attacks: give at least one attack name")
+    members = read_table(members_path)
+    non_members = read_table(non_members_path)
+    synthetic = read_table(synthetic_path)
+    reference = read_table(reference_path) if reference_path else None
+    schema = Schema.infer(members, categorical=_split(categorical), numerical=_split(numerical))
+    params = {
+        "levatt": {"serializer": serializer, "n_jobs": n_jobs},
+        "dcr": {"distance": distance, "n_jobs": n_jobs},
+        "mc": {"distance": distance, "n_jobs": n_jobs},
+    }
+    report = run_attacks(
+        members,
+        non_members,
+        synthetic,
+        schema,
+        reference=reference,
+        attacks=names,
+        attack_params=params,
+        nan=nan,
+        extra="ignore" if ignore_extra else "error",
+        n_bootstrap=n_bootstrap,
+        random_state=seed,
+    )
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(report.summary(), indent=2))
+    report.scores.to_csv(out / "scores.csv", index=False)
+    table = Table(title="Membership inference (higher AUC = more leakage; 0.5 = chance)")
+    for col in ("attack", "AUC", "95% CI", "TPR@FPR=0", "TPR@0.001", "TPR@0.01", "TPR@0.1"):
+        table.add_column(col)
+    for name, r in report.results.items():
+        t = r.tpr_at_fpr
+        table.add_row(
+            name,
+            f"{r.auc:.3f}",
+            f"[{r.auc_ci[0]:.3f}, {r.auc_ci[1]:.3f}]",
+            *(f"{t[f]:.3f}" for f in (0.0, 0.001, 0.01, 0.1)),
+        )
+    console = Console()
+    console.print(table)
+    for name, why in report.skipped.items():
+        console.print(f"skipped {name}: {why}")
+    if report.n_overlap:
+        console.print(f"warning: {report.n_overlap} member row(s) also appear among the non-members")
+    console.print(f"wrote {out / 'summary.json'} and {out / 'scores.csv'}")
