@@ -350,6 +350,24 @@ def test_download_rederives_wilt_split_from_npy(shared_data_dir, tmp_path, monke
     assert {s: len(f) for s, f in d.splits.items()} == {"train": 3_096, "val": 775, "test": 968}
 
 
+def test_interrupted_stream_leaves_no_partial_file(shared_data_dir, tmp_path, monkeypatch):
+    """A connection dropped mid-body falls through to the mirror; chunks are streamed, never a .part left."""
+    payload = (shared_data_dir / "casp/CASP.csv").read_bytes()
+    calls = []
+
+    def chunked(url, timeout):
+        calls.append(url)
+        for i in range(0, len(payload), 1 << 16):
+            if "archive.ics.uci.edu" in url and i > len(payload) // 2:
+                raise ConnectionResetError("Connection reset by peer")
+            yield payload[i : i + (1 << 16)]
+
+    monkeypatch.setattr(ds, "_fetch", chunked)
+    d = load_dataset("casp", cache_dir=tmp_path / "cache", data_dir=tmp_path / "empty")
+    assert len(d.test) == 9_146 and len(calls) == 2
+    assert sorted(p.name for p in (tmp_path / "cache/casp").iterdir()) == ["CASP.csv"]
+
+
 def test_checksum_mismatch_saves_nothing(shared_data_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(ds, "_fetch", FakeWeb(shared_data_dir, corrupt={"shoppers", "00468"}))
     with pytest.raises(ChecksumMismatchError, match="checksum is wrong") as err:
@@ -539,3 +557,10 @@ def test_tabmem_datasets_alias():
 
     assert sorted(alias.__all__) == sorted(ds.__all__)
     assert all(getattr(alias, n) is getattr(ds, n) for n in ds.__all__)
+
+
+def test_unusable_cache_dir_is_reported(shared_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(ds, "_fetch", FakeWeb(shared_data_dir))
+    (tmp_path / "a_file").write_text("not a directory")
+    with pytest.raises(DataUnavailableError, match="cannot create the dataset cache"):
+        load_dataset("casp", cache_dir=tmp_path / "a_file", data_dir=tmp_path / "empty")

@@ -41,7 +41,7 @@ import os
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -276,11 +276,15 @@ def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def _fetch(url: str, timeout: float) -> bytes:
-    """GET ``url`` and return its body (tests monkeypatch this to serve bytes offline)."""
+def _fetch(url: str, timeout: float) -> Iterator[bytes]:
+    """GET ``url`` and yield its body in 1 MiB chunks (tests monkeypatch this; returning plain bytes works too)."""
     request = urllib.request.Request(url, headers={"User-Agent": "tabmem-dataset-loader"})
     with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (https URLs from the registry)
-        return response.read()
+        while chunk := response.read(1 << 20):
+            yield chunk
+
+
+_NETWORK_ERRORS = (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError, ValueError)
 
 
 class DatasetFiles:
@@ -353,21 +357,28 @@ class DatasetFiles:
                 + self._where_to_put(declared)
                 + f", or allow downloading from {declared.urls[0]}"
             )
+        dest = self.cache_dir / name / declared.path
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DataUnavailableError(
+                f"cannot create the dataset cache {dest.parent}: {exc}; pass cache_dir= or set $TABMEM_CACHE_DIR"
+            ) from exc
         failures: list[str] = []
         mismatches: list[str] = []
         for url in declared.urls:
             logger.info("dataset %s: downloading %s from %s", name, declared.path, url)
             try:
-                payload = _fetch(url, DOWNLOAD_TIMEOUT_S)
-            except (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError, ValueError) as exc:
-                reason = getattr(exc, "reason", None) or exc
-                failures.append(f"{url}: {reason}")
+                tmp, actual = _stream_to_temp(url, dest)
+            except _NETWORK_ERRORS as exc:
+                failures.append(f"{url}: {getattr(exc, 'reason', None) or exc}")
                 continue
-            actual = hashlib.sha256(payload).hexdigest()
             if declared.sha256 and actual != declared.sha256:
+                tmp.unlink(missing_ok=True)
                 mismatches.append(f"{url}: got sha256 {actual}, expected {declared.sha256}")
                 continue
-            return self._write_atomic(declared.path, payload)
+            os.replace(tmp, dest)  # atomic: readers see the old state or the whole verified file
+            return dest
         if mismatches:
             raise ChecksumMismatchError(
                 f"dataset {name!r}: downloaded {declared.path!r} but its checksum is wrong, so nothing was saved:\n  - "
@@ -380,25 +391,24 @@ class DatasetFiles:
             + self._where_to_put(declared)
         )
 
-    def _write_atomic(self, rel: str, payload: bytes) -> Path:
-        dest = self.cache_dir / self.spec.name / rel
-        try:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(payload)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, dest)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-        except OSError as exc:
-            raise DataUnavailableError(
-                f"cannot write the dataset cache {dest.parent}: {exc}; pass cache_dir= or set $TABMEM_CACHE_DIR"
-            ) from exc
-        return dest
+
+def _stream_to_temp(url: str, dest: Path) -> tuple[Path, str]:
+    """Write the body of ``url`` to a temporary file next to ``dest`` (bounded memory); return it and its sha256."""
+    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    tmp = Path(name)
+    h = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            body = _fetch(url, DOWNLOAD_TIMEOUT_S)
+            for chunk in [body] if isinstance(body, bytes) else body:
+                h.update(chunk)
+                fh.write(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp, h.hexdigest()
 
 
 # --------------------------------------------------------------------------- public API
