@@ -198,10 +198,13 @@ class Fang2024Distance(Distance):
             key = np.sqrt(e2, out=np.empty(e2.shape, dtype=np.float32), casting="same_kind")
             del e2
             # |e_approx - e_exact| <= delta: float64 dot-product error + float32 rounding of e
-            emax_approx = key.max(axis=1).astype(np.float64)
-            delta = np.sqrt((4 * self._k + 8) * EPS64 * (q.aug[rows, -2] + self._ref_sq_max)) + 2 * EPS32 * emax_approx
+            # (e <= emax, and the float32 rounding of the arg-max itself is within 2 eps)
+            dot_err = np.sqrt((4 * self._k + 8) * EPS64 * (q.aug[rows, -2] + self._ref_sq_max))
+            jmax = key.argmax(axis=1)
+            emax_approx = key[np.arange(n_rows), jmax].astype(np.float64)
+            delta = dot_err + 4 * EPS32 * (emax_approx + dot_err)
             emin = self._exact_extreme(q, qi, key, delta, smallest=True)
-            emax = self._exact_extreme(q, qi, key, delta, smallest=False)
+            emax = self._exact_extreme(q, qi, key, delta, smallest=False, arg=jmax)
         else:
             key = np.zeros((n_rows, self.n_ref), dtype=np.float32)
             emin = emax = delta = np.zeros(n_rows)
@@ -230,7 +233,9 @@ class Fang2024Distance(Distance):
 
         return Block(key=key, margin=margin, exact=exact, key_to_distance=key_to_distance, distance_to_key=distance_to_key)
 
-    def _exact_extreme(self, q: Queries, qi: np.ndarray, e: np.ndarray, delta: np.ndarray, *, smallest: bool) -> np.ndarray:
+    def _exact_extreme(
+        self, q: Queries, qi: np.ndarray, e: np.ndarray, delta: np.ndarray, *, smallest: bool, arg: np.ndarray | None = None
+    ) -> np.ndarray:
         """Exact min (or max) over all reference rows of the numerical distance, per query row.
 
         The approximate arg-extreme is recomputed exactly; only rows whose runner-up lies within
@@ -238,7 +243,8 @@ class Fang2024Distance(Distance):
         candidate in that band.
         """
         r = np.arange(e.shape[0])
-        arg = e.argmin(axis=1) if smallest else e.argmax(axis=1)
+        if arg is None:
+            arg = e.argmin(axis=1) if smallest else e.argmax(axis=1)
         best = e[r, arg].astype(np.float64)
         saved = e[r, arg].copy()
         e[r, arg] = np.inf if smallest else -np.inf
