@@ -467,6 +467,9 @@ def test_register_dataset_and_errors(tmp_path):
             load_dataset("toy_dataset", data_dir=tmp_path, download=False)
         with pytest.raises(DataUnavailableError, match="no anonymous public download"):
             load_dataset("toy_dataset", data_dir=tmp_path / "elsewhere", cache_dir=tmp_path / "c")
+        register_dataset("toy_dataset", overwrite=True, **kwargs)(lambda files: {"train": 1, "validation": 2})
+        with pytest.raises(TabmemError, match=r"missing \['test'\], unknown \['validation'\]"):
+            load_dataset("toy_dataset", data_dir=tmp_path)
     finally:
         ds._REGISTRY.pop("toy_dataset", None)
     with pytest.raises(ValueError, match="categorical exactly when"):

@@ -470,8 +470,9 @@ def load_dataset(
 
     Files are looked up in ``data_dir`` (else ``$TABMEM_DATA_DIR``) and then the cache; missing
     ones are downloaded into the cache when ``download`` is true (sha256-verified). Local files
-    are sha256-verified only when ``verify=True`` (hashing costs more than parsing for most of
-    these files; see ``benchmarks/bench_datasets.py``).
+    are sha256-verified only when ``verify=True`` (it adds roughly 2-20% to a load; see
+    ``benchmarks/bench_datasets.py``). Row-count checks against the registry always run, so a
+    truncated file fails loudly even without ``verify``.
     """
     spec = get_dataset_spec(name)
     files = DatasetFiles(
@@ -483,8 +484,12 @@ def load_dataset(
     )
     parts = dict(spec.loader(files))
     missing_splits = [s for s in ("train", "test") if s not in parts]
-    if missing_splits:
-        raise TabmemError(f"dataset {name!r}: loader returned no {', '.join(missing_splits)} split")
+    unknown_splits = sorted(set(parts) - {"train", "val", "test"})
+    if missing_splits or unknown_splits:
+        raise TabmemError(
+            f"dataset {name!r}: the loader must return train, test and optionally val; "
+            f"missing {missing_splits}, unknown {unknown_splits}"
+        )
     out: dict[str, pd.DataFrame] = {}
     rows: dict[str, np.ndarray] = {}
     for split, frame in parts.items():
