@@ -1,6 +1,7 @@
 """Benchmark of the quality-metric kernels against their reference implementations.
 
-Run: ``python benchmarks/bench_quality.py [--sizes 32000 100000] [--skip-sdmetrics]``
+Run: ``python benchmarks/bench_quality.py [--sizes 32000 100000] [--skip-sdmetrics]``;
+``python benchmarks/bench_quality.py --evidence`` prints the issue's evidence (see ``evidence``).
 
 1. Shape + Trend (every column pair scored) on Adult-like tables (Adult's training split,
    resampled with jitter to the requested size) - tabmem vs sdmetrics' single-table
@@ -32,8 +33,7 @@ from conftest import load_adult, perturbed_resample, sdmetrics_metadata  # noqa:
 from tabmem.data.encoding import TableEncoder  # noqa: E402
 from tabmem.metrics.dcr_share import nearest_l1  # noqa: E402
 from tabmem.metrics.mmd import kernel_sum  # noqa: E402
-from tabmem.metrics.shape import Shape  # noqa: E402
-from tabmem.metrics.trend import Trend  # noqa: E402
+from tabmem.metrics.report import quality_report  # noqa: E402
 
 
 def timed(fn, repeat: int = 1):
@@ -48,11 +48,16 @@ def timed(fn, repeat: int = 1):
 def bench_shape_trend(train, schema, n: int, skip_sdmetrics: bool) -> None:
     real = perturbed_resample(train, schema, n=n, seed=1, noise=0.02, flip=0.0)
     syn = perturbed_resample(train, schema, n=n, seed=2)
-    t_ours, (shape, trend) = timed(lambda: (Shape().evaluate(real, syn, schema), Trend().evaluate(real, syn, schema)))
+
+    def run():
+        rep = quality_report(real, syn, schema, metrics=["shape", "trend"])
+        return rep.results["shape"], rep.results["trend"]
+
+    t_ours, (shape, trend) = timed(run)
     print(
         f"\n[shape+trend] n={n:,} rows x {len(schema.columns)} columns, {trend.details['n_pairs_scored']} pairs scored"
     )
-    print(f"  tabmem                       {t_ours:8.2f} s   shape={shape.value:.6f} trend={trend.value:.6f}")
+    print(f"  tabmem quality_report        {t_ours:8.2f} s   shape={shape.value:.6f} trend={trend.value:.6f}")
     if skip_sdmetrics:
         return
     with warnings.catch_warnings():
@@ -121,12 +126,59 @@ def bench_mmd(n: int, d: int = 100) -> None:
     )
 
 
+def evidence(data_dir: Path, mle_grid: str) -> None:
+    """Issue evidence: Shape/Trend next to sdmetrics on Adult and Shoppers, MLE real vs synthetic."""
+    from sdmetrics.reports.single_table import QualityReport
+
+    from conftest import load_shoppers
+
+    for loader in (load_adult, load_shoppers):
+        train, test, schema = loader(data_dir)
+        syn = perturbed_resample(train, schema, seed=7)
+        print(f"\n[{schema.name}] real train {len(train):,} rows, synthetic = perturbed resample ({len(syn):,} rows)")
+        for pair_filter, thr in (("all", 0.0), ("sdmetrics", None)):
+            t0 = time.perf_counter()
+            rep = quality_report(train, syn, schema, metrics=["shape", "trend"], pair_filter=pair_filter)
+            t_ours = time.perf_counter() - t0
+            ref = QualityReport()
+            if thr is not None:
+                ref.real_correlation_threshold = thr
+                ref.real_association_threshold = thr
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t0 = time.perf_counter()
+                ref.generate(train, syn, sdmetrics_metadata(schema), verbose=False)
+                t_ref = time.perf_counter() - t0
+            props = ref.get_properties().set_index("Property")["Score"]
+            tr = rep.results["trend"]
+            print(
+                f"  pairs={pair_filter:9s} tabmem shape={rep.results['shape'].value:.6f} trend={tr.value:.6f} "
+                f"({tr.details['n_pairs_scored']}/{tr.details['n_pairs_total']} pairs) {t_ours:6.2f} s | "
+                f"sdmetrics shape={props['Column Shapes']:.6f} trend={props['Column Pair Trends']:.6f} {t_ref:6.2f} s"
+            )
+        t0 = time.perf_counter()
+        rep = quality_report(train, syn, schema, test=test, metrics=["mle"], mle_grid=mle_grid)
+        mle = rep.results["mle"]
+        print(
+            f"  MLE ({mle.details['n_configs']} configs, {mle.details['score']} on the real test split): "
+            f"train on real {mle.details['real'][mle.details['score']]:.4f} | train on synthetic {mle.value:.4f} "
+            f"({time.perf_counter() - t0:.0f} s)"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[32_000, 100_000])
     ap.add_argument("--data-dir", default="/work/shared/datasets")
     ap.add_argument("--skip-sdmetrics", action="store_true")
+    ap.add_argument(
+        "--evidence", action="store_true", help="Adult/Shoppers Shape/Trend vs sdmetrics and MLE real vs synthetic"
+    )
+    ap.add_argument("--mle-grid", default="tabsyn", choices=["tabsyn", "tiny"])
     args = ap.parse_args()
+    if args.evidence:
+        evidence(Path(args.data_dir), args.mle_grid)
+        return
     train, _, schema = load_adult(Path(args.data_dir))
     for n in args.sizes:
         bench_shape_trend(train, schema, n, args.skip_sdmetrics)

@@ -44,15 +44,25 @@ def _sq_dists(a: np.ndarray, b: np.ndarray, a_sq: np.ndarray, b_sq: np.ndarray) 
 
 
 def kernel_sum(a: np.ndarray, b: np.ndarray, gamma: float, *, exclude_diagonal: bool = False) -> float:
-    """``sum_{i,j} exp(-gamma ||a_i - b_j||^2)`` in row blocks (``exclude_diagonal`` when a is b)."""
-    a_sq = np.einsum("ij,ij->i", a, a)
-    b_sq = np.einsum("ij,ij->i", b, b)
+    """``sum_{i,j} exp(-gamma ||a_i - b_j||^2)`` in row blocks (``exclude_diagonal`` when a is b).
+
+    One GEMM per block, then in-place ``2 gamma <a,b> - gamma |a|^2 - gamma |b|^2``, clip at 0
+    and ``exp``: no other (block x n) temporary.
+    """
+    a_sq = gamma * np.einsum("ij,ij->i", a, a)
+    b_sq = gamma * np.einsum("ij,ij->i", b, b)
+    bt = np.ascontiguousarray(b.T)
     step = block_rows(len(b))
     total = 0.0
+    buf = np.empty((min(step, len(a)), len(b)))
     for start in range(0, len(a), step):
         stop = min(start + step, len(a))
-        k = _sq_dists(a[start:stop], b, a_sq[start:stop], b_sq)
-        k *= -gamma
+        k = buf[: stop - start]
+        np.matmul(a[start:stop], bt, out=k)
+        k *= 2.0 * gamma
+        k -= a_sq[start:stop, None]
+        k -= b_sq[None, :]
+        np.minimum(k, 0.0, out=k)
         np.exp(k, out=k)
         if exclude_diagonal:
             idx = np.arange(start, stop)
