@@ -567,3 +567,19 @@ def test_unusable_cache_dir_is_reported(shared_data_dir, tmp_path, monkeypatch):
     (tmp_path / "a_file").write_text("not a directory")
     with pytest.raises(DataUnavailableError, match="cannot create the dataset cache"):
         load_dataset("casp", cache_dir=tmp_path / "a_file", data_dir=tmp_path / "empty")
+
+
+def test_cli_datasets_one(shared_data_dir, capsys):
+    from tabmem.cli import cli, main
+
+    result = CliRunner().invoke(cli, ["datasets", "adult", "--data-dir", str(shared_data_dir), "--verify"])
+    assert result.exit_code == 0, result.output
+    assert "education.num" in result.output and "MISMATCH" not in result.output
+    assert [line.split()[1:4] for line in result.output.splitlines() if "adult.data" in line] == [
+        ["adult.data", "│", "required"]
+    ]
+    assert "data dir │" in next(line for line in result.output.splitlines() if "adult.test" in line)
+    assert "State-gov" not in result.output and "77516" not in result.output  # no record values printed
+    with pytest.raises(SystemExit) as exit_info:
+        main(["datasets", "adultt"])
+    assert exit_info.value.code == 2 and "unknown dataset 'adultt'" in capsys.readouterr().err
