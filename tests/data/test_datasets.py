@@ -583,3 +583,15 @@ def test_cli_datasets_one(shared_data_dir, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["datasets", "adultt"])
     assert exit_info.value.code == 2 and "unknown dataset 'adultt'" in capsys.readouterr().err
+
+
+def test_shared_files_match_the_source_md_checksums(shared_data_dir):
+    """Every checksum in the registry is the one SOURCE.md records, and the shared files match it."""
+    for name in ALL:
+        spec = ds.get_dataset_spec(name)
+        source_md = (shared_data_dir / name / "SOURCE.md").read_text() if spec.files else ""
+        for f in spec.files:
+            assert f.sha256 and f.sha256 in source_md, (name, f.path)
+        checks = ds.verify_local_files(name, data_dir=shared_data_dir, cache_dir=shared_data_dir)
+        assert all(ok is True for ok in checks.values()), (name, checks)
+    load_dataset("default", data_dir=shared_data_dir, download=False, verify=True)
