@@ -1,0 +1,113 @@
+"""Membership evaluation: AUC vs scikit-learn, the paper's TPR@FPR interpolation, tie-aware variant, worst cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score, roc_curve
+
+from tabmem.attacks.evaluation import (
+    auc_score,
+    evaluate_membership,
+    top_k_worst_case,
+    tpr_at_fpr,
+    tpr_at_fpr_strict,
+    worst_case_records,
+)
+from tabmem.errors import TabmemError
+
+
+def test_auc_matches_sklearn_with_ties():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        y = rng.random(300) < 0.4
+        s = rng.integers(0, 6, size=300).astype(float) + y * rng.integers(0, 2, size=300)  # many ties
+        assert auc_score(s, y) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+def test_tpr_at_fpr_is_the_papers_interp():
+    rng = np.random.default_rng(1)
+    y = rng.random(500) < 0.5
+    s = -rng.integers(0, 20, size=500) + 3 * y
+    res = evaluate_membership(s, y, n_bootstrap=0)
+    fpr, tpr, _ = roc_curve(y, s)
+    for f in (0.0, 0.001, 0.01, 0.1):
+        assert res.tpr_at_fpr[f] == pytest.approx(float(np.interp(f, fpr, tpr)))
+    # the brief's worked example: TPR@0 = the last vertex with FPR 0
+    assert tpr_at_fpr(np.array([0, 0, 0, 0.2, 1]), np.array([0, 0.4, 0.6, 0.8, 1]), 0.0) == 0.6
+
+
+def test_tie_block_semantics():
+    # a non-member tied with members at the top score: no deterministic threshold has FPR 0 and TPR > 0
+    s = np.array([0, 0, 0, -1, -5, -5, -7, -9])
+    y = np.array([1, 1, 0, 1, 0, 0, 0, 1], bool)
+    res = evaluate_membership(s, y, n_bootstrap=0)
+    assert res.tpr_at_fpr[0.0] == 0.0 and res.tpr_at_fpr_strict[0.0] == 0.0
+    # FPR 0.1 lies inside the first tie block (FPR 0 -> 0.25): interpolation credits a randomised threshold
+    assert res.tpr_at_fpr[0.1] == pytest.approx(0.5 * 0.1 / 0.25)
+    assert res.tpr_at_fpr_strict[0.1] == 0.0
+    assert res.tpr_at_fpr_strict[0.01] <= res.tpr_at_fpr[0.01]
+    # strict = max TPR over thresholds with FPR <= f, brute force
+    thr = np.unique(s)
+    for f in (0.25, 0.5):
+        best = max(((s >= t) & y).sum() / y.sum() for t in thr if ((s >= t) & ~y).sum() / (~y).sum() <= f)
+        assert tpr_at_fpr_strict(res.roc.fpr.to_numpy(), res.roc.tpr.to_numpy(), f) == pytest.approx(best)
+
+
+def test_balanced_accuracy_brute_force():
+    rng = np.random.default_rng(2)
+    y = rng.random(200) < 0.3
+    s = rng.normal(size=200) + y
+    res = evaluate_membership(s, y, n_bootstrap=0)
+    best = max(((s >= t) & y).sum() / y.sum() / 2 + ((s < t) & ~y).sum() / (~y).sum() / 2 for t in np.unique(s))
+    assert res.balanced_accuracy == pytest.approx(best)
+    pred = s >= res.threshold
+    assert (pred[y].mean() + (~pred[~y]).mean()) / 2 == pytest.approx(best)
+
+
+def test_bootstrap_ci_reproducible_and_covers():
+    rng = np.random.default_rng(3)
+    y = np.r_[np.ones(300, bool), np.zeros(300, bool)]
+    s = rng.normal(size=600) + 0.5 * y
+    a = evaluate_membership(s, y, n_bootstrap=100, random_state=7)
+    b = evaluate_membership(s, y, n_bootstrap=100, random_state=7)
+    assert a.auc_ci == b.auc_ci
+    assert a.auc_ci[0] < a.auc < a.auc_ci[1]
+    assert 0.02 < a.auc_ci[1] - a.auc_ci[0] < 0.15
+    d = a.to_dict()
+    assert set(d["tpr_at_fpr"]) == {"0", "0.001", "0.01", "0.1"} and len(d["auc_ci"]) == 2
+
+
+def test_bad_input():
+    with pytest.raises(TabmemError, match="same length"):
+        evaluate_membership([1, 2], [True])
+    with pytest.raises(TabmemError, match="at least one member and one non-member"):
+        evaluate_membership([1, 2], [True, True])
+    with pytest.raises(TabmemError, match="NaN"):
+        evaluate_membership([1, np.nan], [True, False])
+    with pytest.raises(TabmemError, match="0/1"):
+        evaluate_membership([1, 2], [2, 3])
+    with pytest.raises(TabmemError, match="FPR"):
+        evaluate_membership([1, 2], [1, 0], fprs=[1.5])
+
+
+def test_top_k_worst_case_matches_pandas_nlargest():
+    rng = np.random.default_rng(4)
+    runs = pd.DataFrame(
+        {"generator": rng.choice(["a", "b", "c"], 90), "tpr_at_fpr_0.1": rng.random(90), "auc": rng.random(90)}
+    )
+    top = top_k_worst_case(runs, k=5)
+    ref = runs.groupby("generator")["tpr_at_fpr_0.1"].nlargest(5)
+    assert sorted(top.index) == sorted(ref.index.get_level_values(1))
+    assert top.groupby("generator").size().tolist() == [5, 5, 5]
+    with pytest.raises(TabmemError, match="not in the runs table"):
+        top_k_worst_case(runs, by="nope")
+
+
+def test_worst_case_records():
+    s = np.array([-3.0, 0.0, -1.0, 0.0, -7.0])
+    out = worst_case_records(s, [1, 1, 0, 0, 1], k=3)
+    assert out.target_row.tolist() == [1, 3, 2]
+    assert out["rank"].tolist() == [1, 1, 3]
+    assert out.is_member.tolist() == [True, False, False]

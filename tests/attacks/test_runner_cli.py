@@ -1,0 +1,118 @@
+"""run_attacks / tabmem attack: outputs, bad input, privacy of the terminal output; comparison helpers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from scipy.stats import pearsonr, spearmanr
+
+from tabmem.attacks.compare import auc_correlations, risk_table, score_correlations
+from tabmem.attacks.leaks import one_digit_leak
+from tabmem.attacks.runner import run_attacks
+from tabmem.cli import cli
+from tabmem.errors import SchemaError, TabmemError
+
+
+def test_run_attacks_report(tables):
+    members, non_members, synthetic, reference, schema = tables
+    rep = run_attacks(members, non_members, synthetic, schema, reference=reference, n_bootstrap=20)
+    assert list(rep.scores.columns) == ["target_row", "is_member", "levatt", "dcr", "mc", "density", "domias"]
+    assert rep.scores.is_member.sum() == 120 and len(rep.scores) == 240
+    summ = rep.summary()
+    assert set(summ["levatt"]["tpr_at_fpr"]) == {"0", "0.001", "0.01", "0.1"}
+    assert summ["_meta"]["n_members"] == 120
+    # without a reference, DOMIAS is skipped and reported
+    rep2 = run_attacks(members, non_members, synthetic, schema, n_bootstrap=0)
+    assert "domias" in rep2.skipped and "domias" not in rep2.scores
+
+
+def test_run_attacks_bad_input(tables):
+    members, non_members, synthetic, _, schema = tables
+    with pytest.raises(SchemaError, match="(?s)non-members.*missing column"):
+        run_attacks(members, non_members.drop(columns=["z"]), synthetic, schema)
+    with pytest.raises(SchemaError, match="(?s)synthetic.*not in the training data"):
+        run_attacks(members, non_members, synthetic.assign(extra=1), schema)
+    run_attacks(members, non_members, synthetic.assign(extra=1), schema, extra="ignore", attacks=["dcr"], n_bootstrap=0)
+    with pytest.raises(SchemaError, match="empty"):
+        run_attacks(members, non_members.iloc[:0], synthetic, schema)
+    with pytest.raises(TabmemError, match="exactly the same rows"):
+        run_attacks(members, members.sample(frac=1, random_state=0), synthetic, schema)
+    nan_members = members.copy()
+    nan_members.loc[3, "x"] = np.nan
+    with pytest.raises(SchemaError, match="'x' has 1 missing"):
+        run_attacks(nan_members, non_members, synthetic, schema)
+    rep = run_attacks(
+        nan_members, non_members, synthetic, schema, nan="match", attacks=["levatt", "dcr", "density"], n_bootstrap=0
+    )
+    assert "density" in rep.skipped and np.isfinite(rep.scores.levatt).all()
+    with pytest.raises(TabmemError, match="unknown attack"):
+        run_attacks(members, non_members, synthetic, schema, attacks=["levatt", "nope"])
+    with pytest.raises(TabmemError, match="reference"):
+        run_attacks(members, non_members, synthetic, schema, attacks=["domias"])
+
+
+def test_cli_attack(tmp_path, tables):
+    members, non_members, _, reference, schema = tables
+    synthetic = one_digit_leak(members, schema, random_state=0)
+    for name, t in [("m", members), ("n", non_members), ("s", synthetic), ("r", reference)]:
+        t.to_csv(tmp_path / f"{name}.csv", index=False)
+    out = tmp_path / "out"
+    args = ["attack", "--members", str(tmp_path / "m.csv"), "--non-members", str(tmp_path / "n.csv"), "--synthetic"]
+    res = CliRunner().invoke(
+        cli,
+        [
+            *args,
+            str(tmp_path / "s.csv"),
+            "--reference",
+            str(tmp_path / "r.csv"),
+            "--out",
+            str(out),
+            "--n-bootstrap",
+            "10",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["levatt"]["auc"] > 0.97
+    assert len(summary["levatt"]["auc_ci"]) == 2
+    scores = pd.read_csv(out / "scores.csv")
+    assert list(scores.columns) == ["target_row", "is_member", "levatt", "dcr", "mc", "density", "domias"]
+    # no raw record value reaches the terminal
+    for v in members["y"].astype(str).tolist()[:20]:
+        assert v not in res.output
+    # bad input: one clear line, exit 2 (through the real entry point)
+    pd.DataFrame({"a": [1, 2]}).to_csv(tmp_path / "bad.csv", index=False)
+    from tabmem.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([*args, str(tmp_path / "bad.csv"), "--out", str(out)])
+    assert exc.value.code == 2
+
+
+def test_score_and_auc_correlations_match_scipy():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=200)
+    scores = pd.DataFrame({"a": a, "b": a + rng.normal(size=200), "c": rng.integers(0, 5, 200)})
+    sp = score_correlations(scores, method="spearman")
+    pe = score_correlations(scores, method="pearson")
+    assert sp.loc["a", "b"] == pytest.approx(spearmanr(scores.a, scores.b)[0])
+    assert sp.loc["a", "c"] == pytest.approx(spearmanr(scores.a, scores.c)[0])
+    assert pe.loc["b", "c"] == pytest.approx(pearsonr(scores.b, scores.c)[0])
+    runs = pd.DataFrame({"levatt": rng.random(30), "dcr": rng.random(30), "generator": ["g"] * 30})
+    ac = auc_correlations(runs)
+    assert list(ac.columns) == ["levatt", "dcr"]
+    assert ac.loc["levatt", "dcr"] == pytest.approx(pearsonr(runs.levatt, runs.dcr)[0])
+    with pytest.raises(TabmemError, match="method"):
+        score_correlations(scores, method="kendall")
+
+
+def test_risk_table():
+    scores = pd.DataFrame({"levatt": [-1.0, -5.0, 0.0, -3.0], "dcr": [-0.1, -0.05, -2.0, -1.0]})
+    rt = risk_table(scores, [1, 0, 1, 0])
+    assert rt.target_row.tolist() == [1, 2, 0, 3]  # best ranks: row1 dcr #1, row2 levatt #1, row0 #2, row3 #3
+    assert rt.loc[0, "dcr_rank"] == 1 and rt.loc[1, "levatt_rank"] == 1
+    assert rt.is_member.tolist() == [False, True, True, False]
