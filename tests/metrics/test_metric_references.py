@@ -200,7 +200,7 @@ def test_dcr_share_equals_brute_force_cityblock():
     np.testing.assert_allclose(res.breakdown["dcr_train"], d_t, atol=1e-9)
     np.testing.assert_allclose(res.breakdown["dcr_holdout"], d_h, atol=1e-9)
     assert res.value == pytest.approx(np.mean(d_t < d_h))
-    assert res.details["ideal"] == 0.5
+    assert res.details["ideal"] == 0.5 == DCRShare.ideal
 
 
 def test_dcr_share_flags_copies_and_needs_a_holdout():

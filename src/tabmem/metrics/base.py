@@ -6,6 +6,7 @@ arguments only) with
 * ``name`` (the registry key used by configs, the CLI and ``summary.json``),
 * ``goal`` (``"maximize"`` or ``"minimize"``) and ``bounds`` (``(low, high)``, ``inf`` allowed),
 * ``needs`` (extra tables it requires: ``"test"`` for MLE, ``"holdout"`` for the DCR share),
+* ``ideal`` when the best value is not a bound (the DCR share's 0.5),
 * :meth:`Metric.evaluate` returning an immutable :class:`MetricResult` (value + per-column or
   per-pair breakdown), and :meth:`Metric.compute` returning the value alone.
 
@@ -65,6 +66,7 @@ class Metric:
     goal: ClassVar[Goal] = "maximize"
     bounds: ClassVar[tuple[float, float]] = (0.0, 1.0)
     needs: ClassVar[tuple[str, ...]] = ()
+    ideal: ClassVar[float | None] = None  # the best value when it is not a bound (DCR share: 0.5)
 
     def evaluate(
         self,

@@ -104,6 +104,7 @@ class DCRShare(Metric):
     goal = "minimize"  # toward the ideal from above; values below the ideal are not better privacy
     bounds = (0.0, 1.0)
     needs = ("holdout",)
+    ideal = 0.5
 
     def __init__(self, n_jobs: int = 1, block_rows: int | None = None) -> None:
         self.n_jobs = n_jobs

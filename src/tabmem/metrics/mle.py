@@ -114,7 +114,10 @@ def evaluate_mle(
     n_jobs: int,
 ) -> dict[str, Any]:
     """Run the TabSyn protocol for one training table; returns test scores and the chosen config."""
-    import xgboost as xgb
+    try:
+        import xgboost as xgb
+    except ModuleNotFoundError:  # pragma: no cover - depends on the environment
+        raise TabmemError("mle needs xgboost: pip install 'tabmem[quality]' (xgboost-cpu)") from None
 
     schema = encoder.schema
     task, target = schema.task, schema.target

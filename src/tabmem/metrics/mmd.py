@@ -46,22 +46,21 @@ def _sq_dists(a: np.ndarray, b: np.ndarray, a_sq: np.ndarray, b_sq: np.ndarray) 
 def kernel_sum(a: np.ndarray, b: np.ndarray, gamma: float, *, exclude_diagonal: bool = False) -> float:
     """``sum_{i,j} exp(-gamma ||a_i - b_j||^2)`` in row blocks (``exclude_diagonal`` when a is b).
 
-    One GEMM per block, then in-place ``2 gamma <a,b> - gamma |a|^2 - gamma |b|^2``, clip at 0
-    and ``exp``: no other (block x n) temporary.
+    The exponent ``2 gamma <a,b> - gamma |a|^2 - gamma |b|^2`` comes out of one GEMM on
+    augmented operands ``[2 gamma a, -gamma |a|^2, -1] @ [b, 1, gamma |b|^2]^T``; then clip at 0,
+    ``exp`` and sum in place: three passes over each (block x n) slab, memory O(block x n).
     """
-    a_sq = gamma * np.einsum("ij,ij->i", a, a)
-    b_sq = gamma * np.einsum("ij,ij->i", b, b)
-    bt = np.ascontiguousarray(b.T)
+    a_sq = np.einsum("ij,ij->i", a, a)
+    b_sq = np.einsum("ij,ij->i", b, b)
+    a_aug = np.column_stack([2.0 * gamma * a, -gamma * a_sq, -np.ones(len(a))])
+    b_aug_t = np.ascontiguousarray(np.column_stack([b, np.ones(len(b)), gamma * b_sq]).T)
     step = block_rows(len(b))
     total = 0.0
     buf = np.empty((min(step, len(a)), len(b)))
     for start in range(0, len(a), step):
         stop = min(start + step, len(a))
         k = buf[: stop - start]
-        np.matmul(a[start:stop], bt, out=k)
-        k *= 2.0 * gamma
-        k -= a_sq[start:stop, None]
-        k -= b_sq[None, :]
+        np.matmul(a_aug[start:stop], b_aug_t, out=k)
         np.minimum(k, 0.0, out=k)
         np.exp(k, out=k)
         if exclude_diagonal:
