@@ -39,10 +39,10 @@ def test_registry_and_interface(fitted, small_table):
 
 def test_seeds_and_global_rng(fitted):
     torch.manual_seed(5)
-    np.random.seed(5)
-    before = (torch.get_rng_state().clone(), np.random.get_state()[1].copy())
+    np.random.seed(5)  # noqa: NPY002
+    before = (torch.get_rng_state().clone(), np.random.get_state()[1].copy())  # noqa: NPY002
     a = fitted.sample(25, random_state=3)
-    assert torch.equal(before[0], torch.get_rng_state()) and np.array_equal(before[1], np.random.get_state()[1])
+    assert torch.equal(before[0], torch.get_rng_state()) and np.array_equal(before[1], np.random.get_state()[1])  # noqa: NPY002
     pd.testing.assert_frame_equal(a, fitted.sample(25, random_state=3))
     assert not a.equals(fitted.sample(25, random_state=4))
 

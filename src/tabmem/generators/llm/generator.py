@@ -342,7 +342,17 @@ class LLMGenerator(TabularGenerator):
     def privacy_spent_(self) -> tuple[float, float] | None:
         """``(epsilon, delta)`` spent so far by DP-SGD (``None`` without DP)."""
         dp = getattr(self, "dp_", None)
-        return None if dp is None else dp.spent()
+        if dp is not None:
+            return dp.spent()
+        restored = getattr(self, "dp_restored_", None)
+        if restored is None:
+            return None
+        from opacus.accountants import RDPAccountant
+
+        acc = RDPAccountant()
+        acc.history = [tuple(h) for h in restored["history"]]
+        eps = float(acc.get_epsilon(restored["delta"])) if acc.history else 0.0
+        return eps, float(restored["delta"])
 
     # --------------------------------------------------------------- train
     def _batches_realtabformer(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
