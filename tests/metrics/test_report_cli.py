@@ -154,3 +154,18 @@ def test_cli_quality_user_errors_exit_2(tmp_path, capsys):
             ]
         )
     assert exc.value.code == 2
+
+
+def test_quality_report_on_diabetes_like_the_demo():
+    from tabmem.data.datasets import load_dataset
+
+    ds = load_dataset("diabetes")
+    rng = np.random.default_rng(0)
+    syn = ds.train.sample(len(ds.train), replace=True, random_state=1).reset_index(drop=True)
+    syn["bmi"] = syn["bmi"] + rng.normal(0, 0.01, len(syn))
+    rep = quality_report(ds.train, syn, ds.schema, test=ds.test, holdout=ds.test, mle_grid="tiny")
+    s = rep.summary()
+    assert not s["skipped"], s["skipped"]
+    assert s["details"]["mle"]["score"] == "rmse" and s["goals"]["mle"] == "minimize"
+    assert s["dcr_share"] > 0.9  # resampled training rows sit on their sources
+    assert s["shape"] > 0.8 and s["details"]["trend"]["n_pairs_total"] == 55
