@@ -183,6 +183,8 @@ def test_cli_generate_icl(tmp_path, train, monkeypatch):
                 "2",
                 "--categorical",
                 "sex",
+                "--numerical",
+                "age",
                 "--out",
                 str(tmp_path / "syn.csv"),
             ],
