@@ -88,8 +88,14 @@ class MLPDenoiser(nn.Module):
 class MixedDiffusion(nn.Module):
     """Schedules and the two diffusion processes for ``n_num`` Gaussian and categorical features of sizes ``cat_sizes``."""
 
-    def __init__(self, n_num: int, cat_sizes: Sequence[int], num_timesteps: int):
+    def __init__(self, n_num: int, cat_sizes: Sequence[int], num_timesteps: int, cat_input: str = "log_onehot"):
         super().__init__()
+        if cat_input not in ("log_onehot", "onehot"):
+            raise ValueError(f"cat_input must be 'log_onehot' or 'onehot', got {cat_input!r}")
+        # what the denoiser sees of x_t's categorical part: the reference code feeds log one-hots
+        # (0 / log 1e-30 = -69); "onehot" feeds 0/1, an affine reparametrisation of the same input
+        # (W log_onehot = 69 W (z - 1)) that trains much faster at small step counts.
+        self.cat_input = cat_input
         self.n_num = int(n_num)
         self.cat_sizes = [int(k) for k in cat_sizes]
         self.n_cat = len(self.cat_sizes)
@@ -223,8 +229,9 @@ class MixedDiffusion(nn.Module):
             parts.append(self.sqrt_abar[t][:, None] * x_num + self.sqrt_1m_abar[t][:, None] * noise)
         if self.n_cat:
             log_x0 = self.log_onehot(self.onehot(x_codes))
-            log_xt = self.log_onehot(self.seg_sample(self.q_pred(log_x0, t), generator))
-            parts.append(log_xt)
+            z_t = self.seg_sample(self.q_pred(log_x0, t), generator)
+            log_xt = self.log_onehot(z_t)
+            parts.append(log_xt if self.cat_input == "log_onehot" else z_t)
         out = model(torch.cat(parts, dim=1), t)
         zero = out.new_zeros(())
         loss_gauss = ((out[:, : self.n_num] - noise) ** 2).mean() if self.n_num else zero
@@ -267,9 +274,12 @@ class MixedDiffusion(nn.Module):
 
     @torch.inference_mode()
     def sample(
-        self, model: nn.Module, n: int, generator: torch.Generator, device: torch.device
+        self, model: nn.Module, n: int, generator: torch.Generator, device: torch.device, clip: float | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Ancestral sampling of ``n`` rows: (numerical in model space, categorical codes)."""
+        """Ancestral sampling of ``n`` rows: (numerical in model space, categorical codes).
+
+        ``clip``: clamp the predicted x0 of the numericals to [-clip, clip] at every step (DDPM's
+        ``clip_denoised``); ``None`` = no clamping, as the TabDDPM reference code."""
         h = self._host
         x = torch.randn((n, self.n_num), generator=generator, device=device)
         z = self.seg_sample(torch.zeros((n, self.K), device=device), generator) if self.n_cat else None
@@ -277,11 +287,16 @@ class MixedDiffusion(nn.Module):
         t_vec = torch.zeros(1, dtype=torch.long, device=device)
         for i in reversed(range(self.T)):
             t_vec.fill_(i)
-            inp = torch.cat([x, (z - 1.0) * LOG_ONEHOT_ZERO], dim=1) if self.n_cat else x
+            if self.n_cat:
+                inp = torch.cat([x, (z - 1.0) * LOG_ONEHOT_ZERO if self.cat_input == "log_onehot" else z], dim=1)
+            else:
+                inp = x
             out = model(inp, t_vec)
             if self.n_num:
                 eps = out[:, : self.n_num]
                 x0 = h["sqrt_recip_abar"][i] * x - h["sqrt_recipm1_abar"][i] * eps
+                if clip is not None:
+                    x0 = x0.clamp(-clip, clip)
                 x = h["post_c1"][i] * x0 + h["post_c2"][i] * x
                 if i > 0:
                     x = x + h["model_sigma"][i] * torch.randn(x.shape, generator=generator, device=device)
