@@ -409,11 +409,20 @@ class NormalizedSpaceMixin:
     max_modes: int
     weight_threshold: float
 
+    def fit(self, train: pd.DataFrame, schema: Schema | None = None, **kwargs: Any) -> Any:
+        """See :meth:`TabularGenerator.fit`; a resumed fit takes the normaliser from the checkpoint
+        instead of refitting the mixtures (the slow part of building)."""
+        self._resuming = kwargs.get("resume_from") is not None
+        try:
+            return super().fit(train, schema, **kwargs)  # type: ignore[misc]
+        finally:
+            self._resuming = False
+
     def _prepare_space(self, train_clean: pd.DataFrame, schema: Schema) -> bool:
         from tabmem.generators.base import _derive_seed
 
-        self._space_ready = False
-        if getattr(self, "_train_clean", None) is None:  # load(): placeholder table, state comes later
+        if getattr(self, "_train_clean", None) is None or getattr(self, "_resuming", False):
+            # load(): placeholder table; resume: the checkpoint's normaliser is restored in _load_state_dict
             self.normalizer_ = None
             return False
         self.normalizer_ = ModeSpecificNormalizer(

@@ -271,12 +271,13 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         sum_d = sum_g = sum_c = 0.0
         for _ in range(steps):
             for _ in range(int(self.discriminator_steps)):
-                raw, c, cond = self._fake(bs, gen, training=True)
-                fake = apply_activations(raw, norm.spans_, self.tau, gen)
+                with torch.no_grad():  # the critic step needs no generator gradients (BatchNorm still updates)
+                    raw, c, cond = self._fake(bs, gen, training=True)
+                    fake = apply_activations(raw, norm.spans_, self.tau, gen)
                 rows = torch.from_numpy(self.sampler_.sample_rows(cond, self.rng_)).to(self.device_)
                 real = data[rows]
                 real_in = torch.cat([real, c], dim=1)
-                fake_in = torch.cat([fake, c], dim=1).detach()
+                fake_in = torch.cat([fake, c], dim=1)
                 loss_d = self.critic_(fake_in).mean() - self.critic_(real_in).mean()
                 penalty = self._gradient_penalty(real_in, fake_in)
                 self.opt_d_.zero_grad(set_to_none=True)
