@@ -44,12 +44,13 @@ __all__ = [
     "History",
     "LambdaCallback",
     "demo_train",
+    "train_to_dir",
 ]
 
 
 def __getattr__(name: str):  # lazy: demo_train pulls in the tracker and TabDDPM
-    if name == "demo_train":
-        from tabmem.generators._demo import demo_train
+    if name in ("demo_train", "train_to_dir"):
+        from tabmem.generators import _run
 
-        return demo_train
+        return getattr(_run, name)
     raise AttributeError(name)
