@@ -150,6 +150,20 @@ def test_alpha_beta_equal_loop_reference():
     assert out["beta_recall"] == pytest.approx(b, abs=1e-12)
 
 
+def test_alpha_beta_metric_with_blocked_search_equals_sklearn_path():
+    real, syn = _mixed(300, 30), _mixed(250, 31, shift=0.3)
+    enc = TableEncoder(SCHEMA).fit(real)
+
+    def feats(df):
+        clean = enc.validate(df)
+        return np.hstack([enc.range_scaled(clean), enc.one_hot(clean)])
+
+    ref = alpha_beta_naive(feats(real), feats(syn))  # scikit-learn neighbours
+    res = AlphaPrecision().evaluate(real, syn, SCHEMA)
+    assert res.value == pytest.approx(ref["alpha_precision"], abs=1e-12)
+    assert res.details["beta_recall"] == pytest.approx(ref["beta_recall"], abs=1e-12)
+
+
 def test_alpha_beta_metrics_on_tables():
     real, good, bad = _mixed(200, 8), _mixed(200, 9), _mixed(200, 10, shift=3.0)
     assert AlphaPrecision().compute(real, good, SCHEMA) > AlphaPrecision().compute(real, bad, SCHEMA)

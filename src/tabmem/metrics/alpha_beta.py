@@ -14,24 +14,84 @@ embedding) version of synthcity's ``AlphaPrecision`` as used by TabSyn/TabCutMix
   ``c_syn`` = mean synthetic row);
 * ``alpha-precision = 1 - sum_a |a - P(a)| / sum_a a``, same for beta-recall with ``C``.
 
-Higher is better (1 = ideal). The nearest neighbours are exact (scikit-learn brute force,
-chunked BLAS). synthcity requires equal table sizes; tabmem does not (the formulas do not).
+Higher is better (1 = ideal). The nearest neighbours are exact: the project's blocked search
+(:mod:`tabmem.neighbors.blocked`, float32 GEMM candidates refined in float64; ties go to the
+lowest synthetic index) on these features; :func:`alpha_beta_naive` also works on plain arrays
+(scikit-learn brute force). synthcity requires equal table sizes; tabmem does not (the formulas
+do not).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from sklearn.neighbors import NearestNeighbors
 
+from tabmem.data.encoding import TableEncoder
 from tabmem.errors import TabmemError
+from tabmem.memorization.distances import L2Distance, Queries
 from tabmem.metrics._encode import features
-from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
+from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
+from tabmem.neighbors.blocked import kneighbors
 
 N_ALPHAS = 30
 
 
-def alpha_beta_naive(x: np.ndarray, y: np.ndarray, n_jobs: int | None = 1) -> dict[str, object]:
-    """Curves and scores of the naive alpha-precision / beta-recall (module docstring)."""
+class _FeatureL2(L2Distance):
+    """Euclidean distance on ``[min-max scaled numericals, one-hot]`` (real-table statistics)."""
+
+    name = "alpha_beta_l2"
+
+    def prepare(self, clean: pd.DataFrame, *, fitting: bool = False) -> Queries:
+        enc = self.encoder_
+        feats = features(enc, clean, "range")
+        sq = np.einsum("ij,ij->i", feats, feats)
+        n_num = len(enc.schema.numerical)
+        q = Queries(
+            num=feats[:, :n_num],
+            miss=np.zeros((len(feats), n_num), bool),
+            onehot=feats[:, n_num:].astype(np.float32),
+            codes=enc.codes(clean),
+        )
+        q.feats, q.sq = feats, sq  # type: ignore[attr-defined]
+        if fitting:
+            q.aug = np.column_stack([feats, np.ones(len(feats)), sq]).astype(np.float32)
+        else:
+            q.aug = np.column_stack([-2.0 * feats, sq, np.ones(len(feats))]).astype(np.float32)
+        return q
+
+
+def _sklearn_neighbors(x: np.ndarray, y: np.ndarray, n_jobs: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    real_nn = NearestNeighbors(n_neighbors=2, algorithm="brute", n_jobs=n_jobs).fit(x)
+    real_to_real = real_nn.kneighbors(x)[0][:, 1]
+    dist, idx = NearestNeighbors(n_neighbors=1, algorithm="brute", n_jobs=n_jobs).fit(y).kneighbors(x)
+    return real_to_real, dist[:, 0], idx[:, 0]
+
+
+def _blocked_neighbors(
+    encoder: TableEncoder, real: pd.DataFrame, synthetic: pd.DataFrame, n_jobs: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    on_real = _FeatureL2().fit(encoder=encoder, clean=real)
+    q_real = on_real.prepare(real)
+    _, d_rr = kneighbors(on_real, q_real, k=2, n_jobs=n_jobs)
+    on_syn = _FeatureL2().fit(encoder=encoder, clean=synthetic)
+    idx, d_rs = kneighbors(on_syn, on_syn.prepare(real), k=1, n_jobs=n_jobs)
+    return d_rr[:, 1], d_rs[:, 0], idx[:, 0]
+
+
+def alpha_beta_naive(
+    x: np.ndarray,
+    y: np.ndarray,
+    n_jobs: int | None = 1,
+    *,
+    neighbors: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> dict[str, object]:
+    """Curves and scores of the naive alpha-precision / beta-recall (module docstring).
+
+    ``neighbors`` = (distance of each real row to its 2nd nearest real row counting itself,
+    distance to its nearest synthetic row, index of that row); computed with scikit-learn when
+    not given.
+    """
     if len(x) < 2 or len(y) < 1:
         raise TabmemError("alpha-precision/beta-recall need at least 2 real rows and 1 synthetic row")
     alphas = np.linspace(0.0, 1.0, N_ALPHAS)
@@ -40,11 +100,7 @@ def alpha_beta_naive(x: np.ndarray, y: np.ndarray, n_jobs: int | None = 1) -> di
     syn_to_center = np.linalg.norm(y - center, axis=1)
     precision_curve = (syn_to_center[None, :] <= radii[:, None]).mean(axis=1)
 
-    real_nn = NearestNeighbors(n_neighbors=2, algorithm="brute", n_jobs=n_jobs).fit(x)
-    real_to_real = real_nn.kneighbors(x)[0][:, 1]
-    syn_nn = NearestNeighbors(n_neighbors=1, algorithm="brute", n_jobs=n_jobs).fit(y)
-    dist, idx = syn_nn.kneighbors(x)
-    real_to_syn, idx = dist[:, 0], idx[:, 0]
+    real_to_real, real_to_syn, idx = _sklearn_neighbors(x, y, n_jobs) if neighbors is None else neighbors
     closest_to_syn_center = np.linalg.norm(y[idx] - y.mean(axis=0), axis=1)
     q = np.quantile(closest_to_syn_center, alphas)
     covered = real_to_syn <= real_to_real
@@ -61,9 +117,7 @@ def alpha_beta_naive(x: np.ndarray, y: np.ndarray, n_jobs: int | None = 1) -> di
     }
 
 
-def _curves_table(out: dict[str, object]):
-    import pandas as pd
-
+def _curves_table(out: dict[str, object]) -> pd.DataFrame:
     return pd.DataFrame(
         {"alpha": out["alphas"], "precision_curve": out["precision_curve"], "coverage_curve": out["coverage_curve"]}
     )
@@ -77,14 +131,18 @@ class AlphaPrecision(Metric):
     goal = "maximize"
     bounds = (0.0, 1.0)
 
-    def __init__(self, n_jobs: int | None = 1) -> None:
+    def __init__(self, n_jobs: int = 1) -> None:
         self.n_jobs = n_jobs
 
     def _run(self, real, synthetic, schema) -> dict[str, object]:
+        check_positive_int("n_jobs", self.n_jobs)
         prep, _ = prepare_tables(real, synthetic, schema, nan="error")
+        if len(prep.real) < 2:
+            raise TabmemError("alpha-precision/beta-recall need at least 2 real rows")
         x = features(prep.encoder, prep.real, "range")
         y = features(prep.encoder, prep.synthetic, "range")
-        return alpha_beta_naive(x, y, self.n_jobs)
+        nn = _blocked_neighbors(prep.encoder, prep.real, prep.synthetic, self.n_jobs)
+        return alpha_beta_naive(x, y, neighbors=nn)
 
     def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
         out = self._run(real, synthetic, schema)

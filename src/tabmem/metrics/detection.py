@@ -15,8 +15,11 @@ decides by dtype, so integer-coded categoricals are numbers there).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
@@ -92,6 +95,7 @@ class LogisticDetection(Metric):
         y = np.hstack([np.ones(len(xr)), np.zeros(len(xs))])
         folds = StratifiedKFold(n_splits=self.n_splits, shuffle=True, random_state=self.random_state)
         aucs, scores = [], []
+        not_converged = 0  # sdmetrics' max_iter=100 often stops lbfgs early; we record it instead of warning
         for train_idx, test_idx in folds.split(x, y):
             model = Pipeline(
                 [
@@ -100,9 +104,14 @@ class LogisticDetection(Metric):
                     ("classifier", LogisticRegression(solver="lbfgs", max_iter=self.max_iter)),
                 ]
             )
-            model.fit(x[train_idx], y[train_idx])
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ConvergenceWarning)
+                model.fit(x[train_idx], y[train_idx])
+            not_converged += any(issubclass(w.category, ConvergenceWarning) for w in caught)
             auc = roc_auc_score(y[test_idx], model.predict_proba(x[test_idx])[:, 1])
             aucs.append(auc)
             scores.append(max(0.5, auc) * 2 - 1)
         table = pd.DataFrame({"fold": np.arange(len(aucs)), "auc": aucs, "score": scores})
-        return self._result(1.0 - float(np.mean(scores)), table, mean_auc=float(np.mean(aucs)))
+        return self._result(
+            1.0 - float(np.mean(scores)), table, mean_auc=float(np.mean(aucs)), folds_not_converged=not_converged
+        )
