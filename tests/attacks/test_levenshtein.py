@@ -53,12 +53,15 @@ def test_min_equals_brute_force(n_jobs):
     assert res.n_exact < res.n_pairs  # something was pruned
 
 
-def test_parallel_path_identical_to_serial():
+def test_parallel_path_identical_to_serial(monkeypatch):
+    from tabmem.neighbors import levenshtein
+
+    monkeypatch.setattr(levenshtein, "_PARALLEL_MIN_PAIRS", 0)  # force worker processes on a small problem
     rng = np.random.default_rng(2)
-    choices = random_rows(rng, 2500, lo=20, hi=60)
-    queries = random_rows(rng, 900, lo=20, hi=60) + [c[::-1] for c in choices[:100]]
-    serial = LevenshteinIndex(n_jobs=1, block_size=64).fit(choices).query(queries)
-    parallel = LevenshteinIndex(n_jobs=2, block_size=64).fit(choices).query(queries)  # > 2M pairs: worker processes
+    choices = random_rows(rng, 600, lo=20, hi=60)
+    queries = random_rows(rng, 150, lo=20, hi=60) + [c[::-1] for c in choices[:50]] + choices[100:110]
+    serial = LevenshteinIndex(n_jobs=1, block_size=32).fit(choices).query(queries)
+    parallel = LevenshteinIndex(n_jobs=2, block_size=32).fit(choices).query(queries)
     np.testing.assert_array_equal(serial.distance, parallel.distance)
     np.testing.assert_array_equal(serial.index, parallel.index)
     ref = np.array([min(Levenshtein.distance(q, s) for s in choices) for q in queries[:60]])
@@ -112,3 +115,22 @@ def test_bad_input():
     with pytest.raises(TabmemError, match="n_jobs"):
         LevenshteinIndex(n_jobs=0).fit(["a"]).query(["b"] * 10)
     assert min_levenshtein([], ["a"]).distance.size == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(_text, _text)
+def test_lcs_bound_is_a_lower_bound(a, b):
+    from rapidfuzz.distance import LCSseq
+
+    assert max(len(a), len(b)) - LCSseq.similarity(a, b) <= naive_lev(a, b)
+
+
+def test_far_queries_use_lcs_bound_and_stay_exact():
+    # rows of random digits: the bag bound prunes nothing, the LCS bound does the work
+    rng = np.random.default_rng(5)
+    choices = random_rows(rng, 3000, alphabet="0123456789", lo=40, hi=50)
+    queries = random_rows(rng, 30, alphabet="0123456789", lo=40, hi=50)
+    res = LevenshteinIndex(n_jobs=1).fit(choices).query(queries)
+    ref = np.array([min(Levenshtein.distance(q, s) for s in choices) for q in queries])
+    np.testing.assert_array_equal(res.distance, ref)
+    assert res.n_exact < 0.75 * res.n_pairs  # unstructured digits: the LCS bound still removes a good share

@@ -46,6 +46,7 @@ from tabmem.errors import TabmemError
 
 _MAX_BUCKETS = 96  # distinct characters kept as their own count bucket (the rest share one)
 _MAX_UNARY = 48  # unary columns per bucket; wider count ranges are quantised (still a valid bound)
+_PARALLEL_MIN_PAIRS = 2_000_000  # below this, worker start-up costs more than it saves
 _LCS_MIN_CANDIDATES = 64  # queries with more candidates left after the bag bound get the LCS bound
 
 
@@ -172,7 +173,7 @@ class LevenshteinIndex:
             raise TabmemError("queries: strings of 2**24 characters or more are not supported")
         jobs = _n_jobs(self.n_jobs)
         blocks = [(i, min(i + self.block_size, n)) for i in range(0, n, self.block_size)]
-        small = n * len(self.strings_) < 2_000_000
+        small = n * len(self.strings_) < _PARALLEL_MIN_PAIRS
         if jobs == 1 or len(blocks) == 1 or small:
             parts = [_search_block(self, queries[a:b]) for a, b in blocks]
         else:
