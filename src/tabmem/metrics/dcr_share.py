@@ -61,11 +61,16 @@ class TabSynL1Distance(Distance):
         np.add.outer(q.ones[rows], ref.ones, out=key)  # type: ignore[attr-defined]
         if q.onehot.shape[1]:  # key -= 2 * matches, fused into the GEMM (beta = 1)
             sgemm(-2.0, ref.onehot.T, q.onehot[rows].T, beta=1.0, c=key.T, trans_a=1, trans_b=0, overwrite_c=1)
-        tmp = np.empty_like(key)
-        for c in range(k):
-            np.subtract.outer(b[:, c], ref.aug[:, c], out=tmp)
-            np.abs(tmp, out=tmp)
-            key += tmp
+        # numeric L1 in cache-sized column tiles: all k passes run on a tile that stays in cache
+        tile = max(256, (1 << 19) // max(n_rows, 1))
+        tmp = np.empty((n_rows, min(tile, self.n_ref)), dtype=np.float32)
+        for j0 in range(0, self.n_ref, tile):
+            j1 = min(j0 + tile, self.n_ref)
+            kt, tt = key[:, j0:j1], tmp[:, : j1 - j0]
+            for c in range(k):
+                np.subtract.outer(b[:, c], ref.aug[j0:j1, c], out=tt)
+                np.abs(tt, out=tt)
+                kt += tt
         n_terms = k + 2
         scale = q.abs_sum[rows] + self._ref_abs_max + q.ones[rows] + 2.0 * self.n_cat_total + 1.0  # type: ignore[attr-defined]
         margin = (4.0 * n_terms + 8.0) * EPS32 * scale
