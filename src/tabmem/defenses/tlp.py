@@ -68,14 +68,14 @@ class TendencyLogitsProcessor(_Base):  # type: ignore[misc,valid-type]
             return scores
         work = scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores
         finite = torch.isfinite(work)
-        big = torch.finfo(work.dtype).max
         dims: tuple[int, ...] = (-1,) if self.normalize == "row" else tuple(range(work.dim()))
-        lo = torch.where(finite, work, torch.full_like(work, big)).amin(dim=dims, keepdim=True)
-        hi = torch.where(finite, work, torch.full_like(work, -big)).amax(dim=dims, keepdim=True)
+        lo = work.masked_fill(~finite, float("inf")).amin(dim=dims, keepdim=True)
+        hi = work.masked_fill(~finite, float("-inf")).amax(dim=dims, keepdim=True)
         span = hi - lo
-        ok = span > 0  # False for constant rows and rows without finite logits
-        safe_span = torch.where(ok, span, torch.ones_like(span))
-        u = ((work - lo) / safe_span).clamp(0.0, 1.0)
-        warped = lo + span * u.pow(1.0 / self.tendency)
-        out = torch.where(finite & ok, warped, work)
+        ok = span > 0  # False for constant rows and rows without finite logits (span -inf or nan)
+        # one buffer, in-place: u = clamp((z - m) / (M - m), 0, 1) ** (1/t) * (M - m) + m
+        u = work - lo
+        u.div_(torch.where(ok, span, torch.ones_like(span))).clamp_(0.0, 1.0)
+        u.pow_(1.0 / self.tendency).mul_(span).add_(lo)
+        out = torch.where(finite & ok, u, work)
         return out.to(scores.dtype)
