@@ -31,6 +31,20 @@ from tabmem.errors import TabmemError
     default=None,
     help="Rows generated at once (bounds memory; default 10,000).",
 )
+@click.option(
+    "--tlp",
+    "tendency",
+    type=float,
+    default=None,
+    help="LLM models only: Tendency-based Logit Processor with tendency T >= 1 (LevAtt paper defence).",
+)
+@click.option(
+    "--digit-modifier",
+    "digit_modifier",
+    default=None,
+    metavar="PMIN,PMAX",
+    help="Post-process numerical cells with the Digit Modifier (LevAtt paper), e.g. 0.05,0.1.",
+)
 @click.option("--device", default=None, help="cpu, cuda or auto (default: as saved).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="torch CPU threads.")
 @click.option(
@@ -45,6 +59,8 @@ def sample(
     n_rows: int,
     seed: int,
     batch_size: int | None,
+    tendency: float | None,
+    digit_modifier: str | None,
     device: str | None,
     threads: int | None,
     out_path: Path,
@@ -60,6 +76,20 @@ def sample(
     if out_path.suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise TabmemError(f"--out must end in .csv or .parquet, got {out_path.name!r}")
     gen = load_generator(model_path, device=device)
-    table = gen.sample(n_rows, random_state=seed, batch_size=batch_size)
+    if tendency is not None:
+        if gen.name != "llm":
+            raise TabmemError(f"--tlp applies to LLM generators only; this model is {gen.name!r}")
+        table = gen.sample(n_rows, random_state=seed, batch_size=batch_size, tendency=tendency)
+    else:
+        table = gen.sample(n_rows, random_state=seed, batch_size=batch_size)
+    if digit_modifier is not None:
+        from tabmem.defenses import DigitModifier
+
+        try:
+            p_min, p_max = (float(x) for x in digit_modifier.split(","))
+        except ValueError:
+            raise TabmemError(f"--digit-modifier expects PMIN,PMAX (e.g. 0.05,0.1), got {digit_modifier!r}") from None
+        dm = DigitModifier(p_min, p_max, columns=list(gen.schema_.numerical), random_state=seed)
+        table = dm.transform(table)
     write_table(table, out_path)
     click.echo(f"wrote {len(table):,} rows from {gen.name} (epoch {gen.epoch_}) to {out_path}")

@@ -66,6 +66,11 @@ def _parse_params(items: tuple[str, ...]) -> dict[str, Any]:
     help="Generator name from the registry (tabddpm, tvae, ctgan, ...).",
 )
 @click.option(
+    "--backbone",
+    default=None,
+    help="--model llm only: local path or hub name of a causal LM for from_pretrained (default: GPT-2 from scratch).",
+)
+@click.option(
     "--preset",
     default="small",
     show_default=True,
@@ -122,6 +127,7 @@ def train(
     target: str | None,
     data_dir: Path | None,
     model: str,
+    backbone: str | None,
     preset: str,
     params: tuple[str, ...],
     epochs: int | None,
@@ -172,6 +178,10 @@ def train(
         p["epochs"] = epochs
     if device is not None:
         p["device"] = device
+    if backbone is not None:
+        if model != "llm":
+            raise TabmemError(f"--backbone only applies to --model llm, not {model!r}")
+        p["backbone"] = backbone
     preset_name = None if preset.lower() == "none" else preset
     if model == "tabddpm" and preset_name == "paper" and dataset == "adult" and "weight_decay" not in p:
         p["weight_decay"] = 5e-4  # the papers' Adult setting (brief §4.1)

@@ -112,6 +112,7 @@ class LLMGenerator(TabularGenerator):
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         "tiny": {"n_layer": 2, "n_head": 2, "n_embd": 64, "epochs": 20, "batch_size": 32},
+        "small": {"n_layer": 3, "n_head": 4, "n_embd": 96, "epochs": 100, "batch_size": 32, "lr": 1e-3},
         "cpu": {"n_layer": 4, "n_head": 4, "n_embd": 128, "epochs": 100, "batch_size": 32},
         "realtabformer": {"n_layer": 6, "n_head": 12, "n_embd": 768, "epochs": 200, "batch_size": 32, "lr": 5e-5},
     }
