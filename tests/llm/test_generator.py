@@ -168,3 +168,16 @@ def test_bad_params(small_table, tmp_path):
         LLMGenerator(n_embd=30, n_head=4, epochs=1).fit(small_table)
     with pytest.raises(TabmemError, match="cannot load backbone"):
         LLMGenerator(backbone=str(tmp_path / "missing"), epochs=1).fit(small_table)
+
+
+def test_memorization_tracker_runs_on_llm(small_table):
+    from tabmem.memorization.tracker import MemorizationTracker
+
+    schema = schema_of(small_table)
+    tracker = MemorizationTracker(every=1, n_samples=20, random_state=0)
+    a = LLMGenerator(epochs=2, random_state=4, **TINY).fit(small_table, schema, callbacks=[tracker])
+    b = LLMGenerator(epochs=2, random_state=4, **TINY).fit(small_table, schema)
+    assert [h["epoch"] for h in a.history_] == [1, 2] and all("mem_rate" in h for h in a.history_)
+    assert all(0.0 <= h["mem_rate"] <= 1.0 for h in a.history_)
+    for x, y in zip(a.model_.parameters(), b.model_.parameters()):
+        assert torch.equal(x, y)  # tracking does not change the training trajectory
