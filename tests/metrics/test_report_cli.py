@@ -169,3 +169,19 @@ def test_quality_report_on_diabetes_like_the_demo():
     assert s["details"]["mle"]["score"] == "rmse" and s["goals"]["mle"] == "minimize"
     assert s["dcr_share"] > 0.9  # resampled training rows sit on their sources
     assert s["shape"] > 0.8 and s["details"]["trend"]["n_pairs_total"] == 55
+
+
+def test_quality_report_validates_each_table_once(monkeypatch):
+    import tabmem.metrics.base as base
+
+    calls: list[str] = []
+    real_validate = base.validate_table
+
+    def counting(table, schema, **kw):
+        calls.append(kw["name"])
+        return real_validate(table, schema, **kw)
+
+    monkeypatch.setattr(base, "validate_table", counting)
+    real, syn, test = _table(150, 12), _table(150, 13), _table(150, 14)
+    quality_report(real, syn, SCHEMA, test=test, holdout=test, mle_grid="tiny")
+    assert sorted(calls) == ["holdout", "real", "synthetic", "test"]

@@ -186,14 +186,17 @@ class PreparedTables:
     synthetic: pd.DataFrame
     schema: Schema
     _raw_real: pd.DataFrame
+    _encoder: TableEncoder | None = field(default=None, init=False, repr=False)
 
     @property
     def encoder(self) -> TableEncoder:
-        return _cached(  # type: ignore[return-value]
-            ("encoder", id(self._raw_real), self.schema),
-            self._raw_real,
-            lambda: TableEncoder(self.schema).fit(self.real, nan="match"),
-        )
+        if self._encoder is None:
+            self._encoder = _cached(  # type: ignore[assignment]
+                ("encoder", id(self._raw_real), self.schema),
+                self._raw_real,
+                lambda: TableEncoder(self.schema).fit(self.real, nan="match"),
+            )
+        return self._encoder  # type: ignore[return-value]
 
 
 def prepare_tables(
