@@ -185,3 +185,19 @@ def test_quality_report_validates_each_table_once(monkeypatch):
     real, syn, test = _table(150, 12), _table(150, 13), _table(150, 14)
     quality_report(real, syn, SCHEMA, test=test, holdout=test, mle_grid="tiny")
     assert sorted(calls) == ["holdout", "real", "synthetic", "test"]
+
+
+@pytest.mark.parametrize("kind", ["numerical_only", "categorical_only"])
+def test_single_kind_tables_run_every_metric(kind):
+    df = _table(160, 15)
+    if kind == "numerical_only":
+        df = df[["age", "income"]].assign(label=(df["label"] == "hi").astype(float))
+        schema = Schema(("age", "income", "label"), ("age", "income", "label"), (), "label", "regression")
+    else:
+        df = df[["city", "label"]]
+        schema = Schema(("city", "label"), (), ("city", "label"), "label", "binclass")
+    real, syn, test = df.iloc[:60], df.iloc[60:110], df.iloc[110:]
+    rep = quality_report(real, syn, schema, test=test, holdout=test, mle_grid="tiny")
+    s = rep.summary()
+    assert not s["skipped"], s["skipped"]
+    assert all(s[k] is not None for k in SUMMARY_KEYS)
