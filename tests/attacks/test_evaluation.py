@@ -111,3 +111,12 @@ def test_worst_case_records():
     assert out.target_row.tolist() == [1, 3, 2]
     assert out["rank"].tolist() == [1, 1, 3]
     assert out.is_member.tolist() == [True, False, False]
+
+
+def test_summary_is_strict_json():
+    import json
+
+    res = evaluate_membership([1.0, 0.0, 1.0, 0.0], [1, 0, 1, 0], n_bootstrap=0)
+    d = res.to_dict()
+    assert d["auc_ci"] == [None, None]
+    json.dumps(d, allow_nan=False)

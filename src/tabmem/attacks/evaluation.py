@@ -42,14 +42,19 @@ class MembershipResult:
         """JSON-ready summary (FPR keys as strings ``"0"``, ``"0.001"``...)."""
         return {
             "auc": self.auc,
-            "auc_ci": list(self.auc_ci),
+            "auc_ci": [_finite(v) for v in self.auc_ci],
             "tpr_at_fpr": {_key(f): v for f, v in self.tpr_at_fpr.items()},
             "tpr_at_fpr_strict": {_key(f): v for f, v in self.tpr_at_fpr_strict.items()},
             "balanced_accuracy": self.balanced_accuracy,
-            "threshold": self.threshold,
+            "threshold": _finite(self.threshold),
             "n_members": self.n_members,
             "n_non_members": self.n_non_members,
         }
+
+
+def _finite(v: float) -> float | None:
+    """NaN / infinity -> None, so that the summary is strict JSON."""
+    return float(v) if np.isfinite(v) else None
 
 
 def _key(f: float) -> str:

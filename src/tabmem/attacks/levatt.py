@@ -14,6 +14,7 @@ machine words per character); rows longer than ``max_length`` characters raise a
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
@@ -64,9 +65,9 @@ class LevAtt(Attack):
         self.index_ = LevenshteinIndex(n_jobs=self.n_jobs).fit(strings)
 
     def _serialize(self, table: pd.DataFrame, name: str) -> list[str]:
-        try:
+        if "name" in inspect.signature(self.serializer_.serialize).parameters:
             strings = self.serializer_.serialize(table, name=name)  # type: ignore[call-arg]
-        except TypeError:
+        else:
             strings = self.serializer_.serialize(table)
         if self.max_length is not None:
             lengths = np.fromiter((len(s) for s in strings), dtype=np.int64, count=len(strings))

@@ -95,7 +95,7 @@ def run_attacks(
     for name in attacks:
         kw = dict(params.get(name, {}))
         cls = ATTACKS[name]
-        if "nan" in cls.__init__.__code__.co_varnames and name not in ("density", "domias"):
+        if name in ("dcr", "mc"):
             kw.setdefault("nan", nan)
         if cls.needs_reference and reference is None:
             if len(attacks) == 1:
