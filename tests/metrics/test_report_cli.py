@@ -201,3 +201,11 @@ def test_single_kind_tables_run_every_metric(kind):
     s = rep.summary()
     assert not s["skipped"], s["skipped"]
     assert all(s[k] is not None for k in SUMMARY_KEYS)
+
+
+def test_to_frame_lists_every_key_with_notes():
+    real, syn = _table(120, 16), _table(120, 17)
+    frame = quality_report(real, syn, SCHEMA, metrics=["shape", "trend"]).to_frame()
+    assert list(frame["metric"]) == list(SUMMARY_KEYS)
+    notes = frame.set_index("metric")["note"]
+    assert notes["trend"] == "6/6 pairs scored (all)" and notes["mle"] == "" and frame["value"].notna().sum() == 2

@@ -83,6 +83,7 @@ def quality(
     Writes OUT/summary.json (null + reason in "skipped" for a metric that could not run) and
     OUT/<metric>_breakdown.csv. Only aggregate numbers are printed, never records.
     """
+    import pandas as pd
     from rich.console import Console
     from rich.table import Table
 
@@ -116,34 +117,11 @@ def quality(
             progress=lambda name: status.update(f"computing {name}"),
         )
     path = report.save(out_dir)
-    summary = report.summary()
     table = Table(title=f"quality of {Path(synthetic_path).name} vs {Path(real_path).name}")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("goal")
-    table.add_column("note")
-    for key in summary:
-        if key not in (
-            "shape",
-            "trend",
-            "mle",
-            "mmd",
-            "wasserstein",
-            "alpha_precision",
-            "beta_recall",
-            "c2st",
-            "dcr_share",
-        ):
-            continue
-        value = summary[key]
-        note = summary["skipped"].get(key, "")
-        details = summary["details"].get(key, {})
-        if key == "trend" and details:
-            note = f"{details['n_pairs_scored']}/{details['n_pairs_total']} pairs scored"
-        if key == "mle" and details.get("real"):
-            note = f"{details['score']}; real-train reference {details['real'][details['score']]:.4f}"
-        if key == "dcr_share" and details:
-            note = f"ideal {details['ideal']:.3f}"
-        table.add_row(key, "-" if value is None else f"{value:.4f}", summary["goals"].get(key, ""), note)
+    for col in ("metric", "value", "goal", "note"):
+        table.add_column(col, justify="right" if col == "value" else "left")
+    for row in report.to_frame().itertuples(index=False):
+        value = "-" if row.value is None or pd.isna(row.value) else f"{row.value:.4f}"
+        table.add_row(row.metric, value, row.goal, row.note)
     Console().print(table)
     click.echo(f"wrote {path}")

@@ -57,6 +57,34 @@ class QualityReport:
         out["config"] = self.config
         return _jsonable(out)
 
+    def to_frame(self) -> pd.DataFrame:
+        """One row per summary key: metric, value, goal, note (pairs scored, MLE reference, skip reason).
+
+        Aggregates only, safe to print (used by ``tabmem quality`` and ``tabmem demo``).
+        """
+        rows = []
+        for key in SUMMARY_KEYS:
+            res = self.results.get(key)
+            note = self.skipped.get(key, "")
+            d = res.details if res is not None else {}
+            if key == "trend" and d:
+                note = f"{d['n_pairs_scored']}/{d['n_pairs_total']} pairs scored ({d['pair_filter']})"
+            elif key == "mle" and d.get("real"):
+                note = f"{d['score']}; trained on real: {d['real'][d['score']]:.4f}"
+            elif key == "dcr_share" and d:
+                note = f"ideal {d['ideal']:.3f}"
+            elif key == "mmd" and d:
+                note = f"{d['mode']}, {d['estimator']}"
+            rows.append(
+                {
+                    "metric": key,
+                    "value": None if res is None else res.value,
+                    "goal": "" if res is None else res.goal,
+                    "note": note,
+                }
+            )
+        return pd.DataFrame(rows, columns=["metric", "value", "goal", "note"])
+
     def breakdowns(self) -> dict[str, pd.DataFrame]:
         return {k: r.breakdown for k, r in self.results.items() if r.breakdown is not None}
 
