@@ -78,3 +78,30 @@ def test_dp_bad_params(small_table):
         LLMGenerator(epochs=2, dp_epsilon=-1.0).fit(small_table)
     with pytest.raises(TabmemError, match="no private epoch"):
         LLMGenerator(epochs=2, dp_epsilon=1.0, dp_warmup_epochs=2, n_layer=1, n_head=2, n_embd=16).fit(small_table)
+
+
+def test_dp_resume_matches_uninterrupted(small_table, tmp_path):
+    from tabmem.generators import CheckpointCallback
+
+    schema = Schema.infer(small_table, categorical=["sex"], numerical=["age", "income"])
+    kw = {"n_layer": 1, "n_head": 2, "n_embd": 16, "batch_size": 16, "random_state": 2, "dp_epsilon": 5.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = LLMGenerator(epochs=3, dp_warmup_epochs=1, **kw).fit(small_table, schema)
+        LLMGenerator(epochs=3, dp_warmup_epochs=1, **kw).fit(
+            small_table, schema, callbacks=[_StopAfter(2), CheckpointCallback(1, tmp_path / "ck.pt")]
+        )
+        resumed = LLMGenerator(epochs=3, dp_warmup_epochs=1, **kw).fit(
+            small_table, schema, resume_from=tmp_path / "ck.pt"
+        )
+    for (k, a), b in zip(full.model_.state_dict().items(), resumed.model_.state_dict().values()):
+        assert torch.equal(a, b), k
+    assert resumed.privacy_spent_ == pytest.approx(full.privacy_spent_)
+
+
+class _StopAfter:
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def on_epoch_end(self, gen, epoch, logs):
+        return epoch >= self.epoch

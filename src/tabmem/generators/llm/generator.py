@@ -288,6 +288,7 @@ class LLMGenerator(TabularGenerator):
                 pad_token_id=PAD_ID if self.serializer == "realtabformer" else self.tokenizer_.pad_token_id,
                 tie_word_embeddings=not dp,
             )
+            cfg.loss_type = "ForCausalLM"  # the default; set explicitly to silence a transformers warning
             return tf.GPT2LMHeadModel(cfg)
         try:
             cfg = tf.AutoConfig.from_pretrained(self.backbone)
