@@ -59,6 +59,8 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--serializer", default="paper_sft", help="LevAtt row format")
     p.add_argument("--criterion", default="auc")
+    p.add_argument("--search-draws", type=int, default=3, help="synthetic draws averaged per t in the TLP search")
+    p.add_argument("--dm", default="0.05,0.1;0.1,0.9", help="DigitModifier (p_min,p_max) settings, ';'-separated")
     p.add_argument("--train-only", action="store_true")
     p.add_argument("--out", default="/tmp/llm_evidence")
     args = p.parse_args()
@@ -111,7 +113,9 @@ def main() -> None:
         for d in range(args.draws):
             syn = make(d)
             auc, tpr = levatt(members, non_members, syn, schema, args.serializer)
-            rows.append({"auc": auc, "tpr_at_0.1": tpr, **(quality(members, non_members, syn, schema) if d == 0 else {})})
+            rows.append(
+                {"auc": auc, "tpr_at_0.1": tpr, **(quality(members, non_members, syn, schema) if d == 0 else {})}
+            )
         df = pd.DataFrame(rows)
         summary = {k: float(df[k].mean()) for k in df.columns}
         summary.update({k + "_std": float(df[k].std(ddof=0)) for k in ("auc", "tpr_at_0.1")})
@@ -122,8 +126,12 @@ def main() -> None:
     print("no defence", results["none"], f"({time.perf_counter() - t0:.0f}s)", flush=True)
 
     def evaluate(t: float):
-        syn = gen.sample(n, random_state=100, tendency=t)
-        auc, tpr = levatt(members, non_members, syn, schema, args.serializer)
+        # calibration draws (seeds 100+) are disjoint from the reported draws (seeds 1..draws)
+        runs = [
+            levatt(members, non_members, gen.sample(n, random_state=100 + k, tendency=t), schema, args.serializer)
+            for k in range(args.search_draws)
+        ]
+        auc, tpr = float(np.mean([r[0] for r in runs])), float(np.mean([r[1] for r in runs]))
         print(f"  TLP t={t}: auc={auc:.3f} tpr@0.1={tpr:.3f}", flush=True)
         return auc, tpr
 
@@ -133,19 +141,27 @@ def main() -> None:
     results["tlp_met"] = search.met
     results["tlp"] = attack_draws(lambda d: gen.sample(n, random_state=1 + d, tendency=search.tendency))
     print("TLP", search.tendency, results["tlp"], flush=True)
-    dm = DigitModifier(0.05, 0.1)
-    results["dm"] = attack_draws(
-        lambda d: DigitModifier(0.05, 0.1, random_state=d).transform(gen.sample(n, random_state=1 + d))
-    )
-    del dm
-    print("DM", results["dm"], flush=True)
+    dm_names = []
+    for setting in args.dm.split(";"):
+        lo, hi = (float(x) for x in setting.split(","))
+        name = f"dm_{lo}_{hi}"
+        dm_names.append(name)
+        results[name] = attack_draws(
+            lambda d, lo=lo, hi=hi: DigitModifier(lo, hi, random_state=d).transform(gen.sample(n, random_state=1 + d))
+        )
+        print("DM", lo, hi, results[name], flush=True)
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
     keys = ["auc", "tpr_at_0.1", "mmd", "wasserstein"] + [k for k in results["none"] if k.startswith("mle")]
     print("| defence | " + " | ".join(keys) + " |")
     print("|---" * (len(keys) + 1) + "|")
-    for name in ("none", "tlp", "dm"):
+    for name in ("none", "tlp", *dm_names):
         r = results[name]
-        label = f"TLP t={results['tlp_t']}" if name == "tlp" else {"none": "none", "dm": "DM (0.05, 0.1)"}[name]
+        if name == "tlp":
+            label = f"TLP t={results['tlp_t']}"
+        elif name == "none":
+            label = "none"
+        else:
+            label = "DM (" + ", ".join(name.split("_")[1:]) + ")"
         print(f"| {label} | " + " | ".join(f"{r.get(k, float('nan')):.4f}" for k in keys) + " |")
 
 
