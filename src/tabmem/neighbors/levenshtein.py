@@ -257,9 +257,12 @@ def _search_block(index: LevenshteinIndex, queries: list[str]) -> tuple[np.ndarr
     if heavy.size:
         lcs = process.cdist([todo_q[r] for r in heavy], strings, scorer=LCSseq.similarity, dtype=np.int32)
         lq = np.fromiter((len(todo_q[r]) for r in heavy), dtype=np.int64, count=heavy.size)
-        lcs_lb = np.maximum(lq[:, None], index.lengths_[None, :]).astype(np.float32) - lcs
-        lbs[heavy] = np.maximum(lbs[heavy], lcs_lb)
-        del lcs, lcs_lb
+        lcs_lb = np.maximum(lq[:, None].astype(np.float32), index._lengths_f32[None, :])
+        lcs_lb -= lcs
+        del lcs
+        np.maximum(lcs_lb, lbs[heavy], out=lcs_lb)
+        lbs[heavy] = lcs_lb
+        del lcs_lb
     for row, i in enumerate(todo):
         q = queries[i]
         lb = lbs[row]
