@@ -25,6 +25,15 @@ from tabmem.generators import (
 )
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny models: one thread is faster and does not fight the other test processes for cores."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @register_generator("_toy")
 class ToyGenerator(TabularGenerator):
     """Learns per-column marginals with a dropout MLP on noise (just enough to have weights and RNG use)."""

@@ -15,6 +15,16 @@ import torch
 from tabmem.data.schema import Schema
 from tabmem.generators import Callback, CheckpointCallback, available_generators, get_generator, load_generator
 
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny models: one thread is faster and does not fight the other test processes for cores."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 NAMES = [n for n in available_generators() if not n.startswith("_") and n != "llm"]
 SMALLER = {  # keep each generator tiny so the battery stays fast
     "tabddpm": {"layers": (16,), "dim_t": 8, "num_timesteps": 4, "batch_size": 32},

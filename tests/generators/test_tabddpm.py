@@ -15,6 +15,16 @@ from tabmem.generators import Callback, CheckpointCallback, get_generator, load_
 from tabmem.generators._diffusion import MixedDiffusion, MLPDenoiser, cosine_betas
 from tabmem.generators.tabddpm import PAPER_LR, TabDDPM
 
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny models: one thread is faster and does not fight the other test processes for cores."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 TINY = dict(layers=(32, 32), dim_t=16, num_timesteps=10, batch_size=64, lr=3e-3)
 
 

@@ -7,8 +7,19 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from tabmem.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny models: one thread is faster and does not fight the other test processes for cores."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
 
 TINY = ["--param", "layers=[16]", "--param", "dim_t=8", "--param", "num_timesteps=4", "--param", "batch_size=32"]
 

@@ -13,6 +13,16 @@ from tabmem.generators import Callback, CheckpointCallback, get_generator
 from tabmem.memorization.dynamics import TrainingDynamics
 from tabmem.memorization.tracker import MemorizationTracker, load_tracking
 
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny models: one thread is faster and does not fight the other test processes for cores."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 TINY = dict(layers=(16,), dim_t=8, num_timesteps=5, batch_size=32, lr=3e-3)
 
 
