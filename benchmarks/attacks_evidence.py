@@ -35,6 +35,7 @@ def main() -> None:
     ap.add_argument("--generators", default="")
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument("--skip-constructed", action="store_true", help="only the generator scenarios")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     ds = load_dataset("casp", data_dir=args.data_dir)
@@ -42,10 +43,10 @@ def main() -> None:
     train = ds.train.sample(frac=1.0, random_state=1).reset_index(drop=True)
     members, heldout, reference = train.iloc[:n], train.iloc[n : 2 * n], train.iloc[2 * n : 3 * n]
     non_members = ds.test.sample(n=n, random_state=2).reset_index(drop=True)
-    scenarios: dict[str, pd.DataFrame] = {
-        "one_digit_leak": one_digit_leak(members, ds.schema, random_state=3),
-        "heldout": heldout,
-    }
+    scenarios: dict[str, pd.DataFrame] = {}
+    if not args.skip_constructed:
+        scenarios["one_digit_leak"] = one_digit_leak(members, ds.schema, random_state=3)
+        scenarios["heldout"] = heldout
     for name in [g for g in args.generators.split(",") if g]:
         import torch
 
