@@ -1,4 +1,4 @@
-"""Evidence for the attacks issue: every attack on CASP in scenarios with a known answer.
+"""Evidence for the attacks issue: every attack on CASP (or ``--dataset``) in scenarios with a known answer.
 
 Members = 2,000 CASP training rows, non-members = 2,000 CASP test rows, DOMIAS reference =
 2,000 other training rows (never members, never scored). Synthetic tables:
@@ -31,6 +31,7 @@ from tabmem.data.datasets import load_dataset
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--dataset", default="casp")
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--generators", default="")
     ap.add_argument("--epochs", type=int, default=30)
@@ -38,11 +39,12 @@ def main() -> None:
     ap.add_argument("--skip-constructed", action="store_true", help="only the generator scenarios")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    ds = load_dataset("casp", data_dir=args.data_dir)
+    ds = load_dataset(args.dataset, data_dir=args.data_dir)
     n = args.n
     train = ds.train.sample(frac=1.0, random_state=1).reset_index(drop=True)
     members, heldout, reference = train.iloc[:n], train.iloc[n : 2 * n], train.iloc[2 * n : 3 * n]
     non_members = ds.test.sample(n=n, random_state=2).reset_index(drop=True)
+    members, heldout, reference = (t.reset_index(drop=True) for t in (members, heldout, reference))
     scenarios: dict[str, pd.DataFrame] = {}
     if not args.skip_constructed:
         scenarios["one_digit_leak"] = one_digit_leak(members, ds.schema, random_state=3)
