@@ -70,12 +70,15 @@ class TendencyLogitsProcessor(_Base):  # type: ignore[misc,valid-type]
         finite = torch.isfinite(work)
         dims: tuple[int, ...] = (-1,) if self.normalize == "row" else tuple(range(work.dim()))
         lo = work.masked_fill(~finite, float("inf")).amin(dim=dims, keepdim=True)
-        hi = work.masked_fill(~finite, float("-inf")).amax(dim=dims, keepdim=True)
+        hi = work.amax(dim=dims, keepdim=True)  # masked logits are -inf: the max is the finite max
+        if not torch.isfinite(hi).all():  # +inf or NaN present (never from a model): take the max of finite entries
+            hi = work.masked_fill(~finite, float("-inf")).amax(dim=dims, keepdim=True)
         span = hi - lo
         ok = span > 0  # False for constant rows and rows without finite logits (span -inf or nan)
-        # one buffer, in-place: u = clamp((z - m) / (M - m), 0, 1) ** (1/t) * (M - m) + m
+        # one buffer, in-place: u = ((z - m) / (M - m)) ** (1/t) * (M - m) + m; masked entries are
+        # discarded by the final where, so no clamp is needed for them
         u = work - lo
-        u.div_(torch.where(ok, span, torch.ones_like(span))).clamp_(0.0, 1.0)
+        u.div_(torch.where(ok, span, torch.ones_like(span))).clamp_(min=0.0)
         u.pow_(1.0 / self.tendency).mul_(span).add_(lo)
         out = torch.where(finite & ok, u, work)
         return out.to(scores.dtype)
