@@ -276,7 +276,7 @@ def _search_block(index: LevenshteinIndex, queries: list[str]) -> tuple[np.ndarr
                 order = cand[np.argsort(lb[cand], kind="stable")]
                 bounds = lb[order]
                 start = 0
-                chunk = 512
+                chunk = 64
                 while start < order.size and bounds[start] < best:
                     stop = min(int(np.searchsorted(bounds, best, side="left")), start + chunk)
                     sub = order[start:stop]
