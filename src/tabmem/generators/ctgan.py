@@ -28,7 +28,7 @@ from torch import nn
 
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.generators._conditional import ConditionalSampler, conditional_loss
+from tabmem.generators._conditional import ConditionalSampler
 from tabmem.generators._transformer import NormalizedSpaceMixin, Span
 from tabmem.generators.base import TabularGenerator, register_generator
 
@@ -92,12 +92,61 @@ def gumbel_softmax(logits: torch.Tensor, tau: float, generator: torch.Generator)
 
 
 def apply_activations(raw: torch.Tensor, spans: list[Span], tau: float, generator: torch.Generator) -> torch.Tensor:
-    """``tanh`` on scalar spans, Gumbel-softmax on one-hot spans (the generator's output layer)."""
+    """``tanh`` on scalar spans, Gumbel-softmax on one-hot spans (the generator's output layer).
+
+    Reference form, one span at a time; training and sampling use the batched :class:`SpanOps`.
+    """
     parts = []
     for s in spans:
         block = raw[:, s.start : s.end]
         parts.append(torch.tanh(block) if s.kind == "tanh" else gumbel_softmax(block, tau, generator))
     return torch.cat(parts, dim=1)
+
+
+class SpanOps:
+    """Batched per-span operations: every one-hot block handled in one padded tensor op.
+
+    A ``(n_blocks, max_width)`` index matrix gathers all blocks side by side (padding masked with
+    ``-inf``), so the output layer and the conditional cross-entropy cost a handful of tensor ops
+    whatever the number of columns (a Python loop over ~20 spans dominated small-batch steps).
+    """
+
+    def __init__(self, spans: list[Span], device: torch.device) -> None:
+        self.d = max((s.end for s in spans), default=0)
+        self.tanh_idx = torch.tensor([s.start for s in spans if s.kind == "tanh"], dtype=torch.long, device=device)
+        self.soft = self._pad([s for s in spans if s.kind == "softmax"], device)
+        self.cat = self._pad([s for s in spans if s.role == "category"], device)
+
+    @staticmethod
+    def _pad(blocks: list[Span], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max((b.width for b in blocks), default=1)
+        offs = torch.arange(width)
+        idx = torch.stack([b.start + offs.clamp(max=b.width - 1) for b in blocks]) if blocks else torch.zeros(0, width)
+        mask = torch.stack([offs < b.width for b in blocks]) if blocks else torch.zeros(0, width, dtype=torch.bool)
+        return idx.long().to(device), mask.to(device)
+
+    def activate(self, raw: torch.Tensor, tau: float, generator: torch.Generator) -> torch.Tensor:
+        """Same as :func:`apply_activations` (same distribution; the Gumbel noise is drawn in one call)."""
+        out = raw.new_empty(raw.shape)
+        if len(self.tanh_idx):
+            out[:, self.tanh_idx] = torch.tanh(raw[:, self.tanh_idx])
+        idx, mask = self.soft
+        if len(idx):
+            block = raw[:, idx]  # (b, n_blocks, width)
+            u = torch.rand(block.shape, generator=generator, device=raw.device, dtype=raw.dtype)
+            g = -torch.log((-torch.log(u.clamp_min(1e-20))).clamp_min(1e-20))
+            soft = torch.softmax(((block + g) / tau).masked_fill(~mask, float("-inf")), dim=2)
+            out[:, idx[mask]] = soft[:, mask]
+        return out
+
+    def conditional_loss(self, raw: torch.Tensor, column: torch.Tensor, category: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy of each row's conditioned block (same value as ``_conditional.conditional_loss``)."""
+        idx, mask = self.cat
+        if len(idx) == 0:
+            return raw.new_zeros(())
+        logits = raw.gather(1, idx[column]).masked_fill(~mask[column], float("-inf"))  # (b, width)
+        picked = logits.gather(1, category[:, None]).squeeze(1)
+        return (torch.logsumexp(logits, dim=1) - picked).mean()
 
 
 def _check_dims(name: str, dims: Any) -> None:
@@ -212,6 +261,7 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         assert norm is not None
         self._cat_spans = [s for s in norm.spans_ if s.role == "category"]
         self._cat_bounds = [(s.start, s.end) for s in self._cat_spans]
+        self._ops = SpanOps(norm.spans_, self.device_)
         self.cond_dim_ = sum(s.width for s in self._cat_spans)
         d = norm.output_dim_
         self.generator_ = _Generator(self.embedding_dim + self.cond_dim_, self.generator_dims, d).to(self.device_)
@@ -273,7 +323,7 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
             for _ in range(int(self.discriminator_steps)):
                 with torch.no_grad():  # the critic step needs no generator gradients (BatchNorm still updates)
                     raw, c, cond = self._fake(bs, gen, training=True)
-                    fake = apply_activations(raw, norm.spans_, self.tau, gen)
+                    fake = self._ops.activate(raw, self.tau, gen)
                 rows = torch.from_numpy(self.sampler_.sample_rows(cond, self.rng_)).to(self.device_)
                 real = data[rows]
                 real_in = torch.cat([real, c], dim=1)
@@ -284,9 +334,11 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
                 (loss_d + penalty).backward()
                 self.opt_d_.step()
             raw, c, cond = self._fake(bs, gen, training=True)
-            fake = apply_activations(raw, norm.spans_, self.tau, gen)
+            fake = self._ops.activate(raw, self.tau, gen)
             adv = -self.critic_(torch.cat([fake, c], dim=1)).mean()
-            cond_term = conditional_loss(raw, cond, self._cat_bounds)
+            cond_term = self._ops.conditional_loss(
+                raw, torch.from_numpy(cond.column).to(raw.device), torch.from_numpy(cond.category).to(raw.device)
+            )
             loss_g = adv + cond_term
             self.opt_g_.zero_grad(set_to_none=True)
             loss_g.backward()
@@ -302,7 +354,7 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         assert norm is not None
         # BatchNorm in eval mode uses running statistics, so any chunk size gives the same rows
         raw, _, _ = self._fake(n, generator, training=False)
-        out = apply_activations(raw, norm.spans_, self.tau, generator)  # Gumbel-max: arg-max = a softmax draw
+        out = self._ops.activate(raw, self.tau, generator)  # Gumbel-max: arg-max = a softmax draw
         return self._decode_sample(out.cpu().numpy(), None, 0)
 
     # ------------------------------------------------------------------ state
