@@ -39,9 +39,10 @@ def test_matches_reference_with_masks(t, normalize):
     scores[3, :] = NEG  # fully masked row
     scores[4, :] = 2.5  # constant row (M = m)
     scores[4, 0] = NEG
+    scores[2, 5] = float("inf")  # never produced by a model; left as is, the rest uses the finite max
     got = TendencyLogitsProcessor(t, normalize=normalize)(None, torch.tensor(scores)).numpy()
     ref = reference_tlp(scores, t, normalize)
-    assert np.array_equal(np.isneginf(got), np.isneginf(scores))
+    assert np.array_equal(np.isneginf(got), np.isneginf(scores)) and np.isposinf(got[2, 5])
     np.testing.assert_allclose(got[np.isfinite(got)], ref[np.isfinite(ref)], rtol=1e-12, atol=1e-12)
     assert not np.isnan(got).any()
 
