@@ -28,6 +28,7 @@ import pandas as pd
 from sklearn.neighbors import NearestNeighbors
 
 from tabmem.data.encoding import TableEncoder
+from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.memorization.distances import L2Distance, Queries
 from tabmem.metrics._encode import features
@@ -144,7 +145,15 @@ class AlphaPrecision(Metric):
         nn = _blocked_neighbors(prep.encoder, prep.real, prep.synthetic, self.n_jobs)
         return alpha_beta_naive(x, y, neighbors=nn)
 
-    def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
+    def evaluate(
+        self,
+        real: pd.DataFrame,
+        synthetic: pd.DataFrame,
+        schema: Schema,
+        *,
+        test: pd.DataFrame | None = None,
+        holdout: pd.DataFrame | None = None,
+    ) -> MetricResult:
         out = self._run(real, synthetic, schema)
         return self._result(out["alpha_precision"], _curves_table(out), beta_recall=out["beta_recall"])
 
@@ -155,6 +164,14 @@ class BetaRecall(AlphaPrecision):
 
     name = "beta_recall"
 
-    def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
+    def evaluate(
+        self,
+        real: pd.DataFrame,
+        synthetic: pd.DataFrame,
+        schema: Schema,
+        *,
+        test: pd.DataFrame | None = None,
+        holdout: pd.DataFrame | None = None,
+    ) -> MetricResult:
         out = self._run(real, synthetic, schema)
         return self._result(out["beta_recall"], _curves_table(out), alpha_precision=out["alpha_precision"])

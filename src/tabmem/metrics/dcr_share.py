@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy.linalg.blas import sgemm
 
+from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.memorization.distances import EPS32, Block, Distance, Queries
 from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
@@ -115,7 +116,15 @@ class DCRShare(Metric):
         self.n_jobs = n_jobs
         self.block_rows = block_rows
 
-    def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
+    def evaluate(
+        self,
+        real: pd.DataFrame,
+        synthetic: pd.DataFrame,
+        schema: Schema,
+        *,
+        test: pd.DataFrame | None = None,
+        holdout: pd.DataFrame | None = None,
+    ) -> MetricResult:
         if holdout is None:
             raise TabmemError(
                 "dcr_share needs a holdout table (real rows not used for training; same size as the training table)"

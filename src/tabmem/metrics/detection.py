@@ -28,7 +28,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import RobustScaler
 
 from tabmem.data.encoding import TableEncoder
-from tabmem.data.schema import NA_CATEGORY
+from tabmem.data.schema import NA_CATEGORY, Schema
 from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
 
 
@@ -86,7 +86,15 @@ class LogisticDetection(Metric):
         self.random_state = random_state
         self.max_iter = max_iter
 
-    def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
+    def evaluate(
+        self,
+        real: pd.DataFrame,
+        synthetic: pd.DataFrame,
+        schema: Schema,
+        *,
+        test: pd.DataFrame | None = None,
+        holdout: pd.DataFrame | None = None,
+    ) -> MetricResult:
         check_positive_int("n_splits", self.n_splits)
         check_positive_int("max_iter", self.max_iter)
         prep, _ = prepare_tables(real, synthetic, schema, nan="match")

@@ -30,6 +30,7 @@ import pandas as pd
 from sklearn.metrics import f1_score, mean_squared_error, r2_score, roc_auc_score
 
 from tabmem.data.encoding import TableEncoder
+from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
 
@@ -202,7 +203,15 @@ class MLE(Metric):
             return TINY_GRID
         raise TabmemError(f"grid must be 'tabsyn', 'tiny' or a dict of lists, got {self.grid!r}")
 
-    def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
+    def evaluate(
+        self,
+        real: pd.DataFrame,
+        synthetic: pd.DataFrame,
+        schema: Schema,
+        *,
+        test: pd.DataFrame | None = None,
+        holdout: pd.DataFrame | None = None,
+    ) -> MetricResult:
         if test is None:
             raise TabmemError("mle needs a real test table (--test)")
         if schema.target is None or schema.task is None:

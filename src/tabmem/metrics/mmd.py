@@ -24,7 +24,9 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 
+from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics._encode import block_rows, features
 from tabmem.metrics.base import (
@@ -142,7 +144,15 @@ class MMD(Metric):
         self.gamma = gamma
         self.random_state = random_state
 
-    def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
+    def evaluate(
+        self,
+        real: pd.DataFrame,
+        synthetic: pd.DataFrame,
+        schema: Schema,
+        *,
+        test: pd.DataFrame | None = None,
+        holdout: pd.DataFrame | None = None,
+    ) -> MetricResult:
         if self.mode not in ("standardized", "paper"):
             raise TabmemError(f"mode must be 'standardized' or 'paper', got {self.mode!r}")
         if self.estimator not in ("unbiased", "linear"):

@@ -92,7 +92,15 @@ class Shape(Metric):
     goal = "maximize"
     bounds = (0.0, 1.0)
 
-    def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
+    def evaluate(
+        self,
+        real: pd.DataFrame,
+        synthetic: pd.DataFrame,
+        schema: Schema,
+        *,
+        test: pd.DataFrame | None = None,
+        holdout: pd.DataFrame | None = None,
+    ) -> MetricResult:
         prep, _ = prepare_tables(real, synthetic, schema, nan="match")
         table = column_shapes(prep.real, prep.synthetic, schema)
         scores = table["score"].to_numpy(np.float64)

@@ -232,7 +232,15 @@ class Trend(Metric):
                 raise TabmemError(f"{name} must be between 0 and 1, got {t!r}")
         return corr, assoc
 
-    def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
+    def evaluate(
+        self,
+        real: pd.DataFrame,
+        synthetic: pd.DataFrame,
+        schema: Schema,
+        *,
+        test: pd.DataFrame | None = None,
+        holdout: pd.DataFrame | None = None,
+    ) -> MetricResult:
         corr, assoc = self.thresholds()
         prep, _ = prepare_tables(real, synthetic, schema, nan="match")
         table = column_pair_trends(

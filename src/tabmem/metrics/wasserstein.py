@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics._encode import features
 from tabmem.metrics.base import (
@@ -68,7 +69,15 @@ class Wasserstein(Metric):
         self.n_projections = n_projections
         self.random_state = random_state
 
-    def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
+    def evaluate(
+        self,
+        real: pd.DataFrame,
+        synthetic: pd.DataFrame,
+        schema: Schema,
+        *,
+        test: pd.DataFrame | None = None,
+        holdout: pd.DataFrame | None = None,
+    ) -> MetricResult:
         check_positive_int("n_projections", self.n_projections)
         rng = check_random_state(self.random_state)
         prep, _ = prepare_tables(real, synthetic, schema, nan="error")
@@ -96,7 +105,15 @@ class SlicedWasserstein(Wasserstein):
 
     name = "sliced_wasserstein"
 
-    def evaluate(self, real, synthetic, schema, *, test=None, holdout=None) -> MetricResult:
+    def evaluate(
+        self,
+        real: pd.DataFrame,
+        synthetic: pd.DataFrame,
+        schema: Schema,
+        *,
+        test: pd.DataFrame | None = None,
+        holdout: pd.DataFrame | None = None,
+    ) -> MetricResult:
         res = super().evaluate(real, synthetic, schema)
         return self._result(
             res.details["sliced"], res.breakdown, per_column_mean=res.value, n_projections=self.n_projections
