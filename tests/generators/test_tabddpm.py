@@ -195,3 +195,17 @@ def test_bad_parameters(mixed):
     ]:
         with pytest.raises(TabmemError, match=msg):
             TabDDPM(epochs=1, **{**TINY, **kw}).fit(df, schema)
+
+
+@pytest.mark.slow
+def test_small_preset_on_adult_matches_marginals(shared_data_dir):
+    """Minutes on one core: TabDDPM small (10 epochs) reproduces Adult's marginals closely."""
+    from tabmem.data.datasets import load_dataset
+
+    ds = load_dataset("adult", data_dir=shared_data_dir, download=False)
+    gen = get_generator("tabddpm", preset="small", epochs=10, random_state=0).fit(ds.train, ds.schema)
+    s = gen.sample(10_000, random_state=0)
+    for c in ("age", "education.num", "hours.per.week"):
+        assert abs(s[c].mean() - ds.train[c].mean()) < 0.1 * ds.train[c].std(), c
+        assert 0.8 < s[c].std() / ds.train[c].std() < 1.25, c
+    assert abs((s["income"] == ">50K").mean() - (ds.train["income"] == ">50K").mean()) < 0.05
