@@ -289,6 +289,3 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, (bool, np.bool_)):
         return bool(obj)
     return _json_number(obj)
-
-
-Callback = Callable[[str], None]
