@@ -283,6 +283,10 @@ def test_mle_multiclass_regression_and_errors():
         MLE().evaluate(df[cols], df[cols], reg)
     with pytest.raises(TabmemError, match="grid"):
         MLE(grid="huge").evaluate(df[cols], df[cols], reg, test=df[cols])
+    with pytest.raises(TabmemError, match="max_depth"):
+        MLE(grid={"max_depth": 3}).evaluate(df[cols], df[cols], reg, test=df[cols])
+    custom = MLE(grid={"max_depth": [2], "n_estimators": [5]}).evaluate(df[cols], df[cols], reg, test=df[cols])
+    assert custom.details["n_configs"] == 1
 
 
 # ----------------------------------------------------------------------- property checks

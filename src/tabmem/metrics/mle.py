@@ -196,6 +196,11 @@ class MLE(Metric):
 
     def _grid(self) -> dict[str, list[Any]]:
         if isinstance(self.grid, dict):
+            bad = [k for k, v in self.grid.items() if not isinstance(v, (list, tuple)) or len(v) == 0]
+            if bad or not self.grid:
+                raise TabmemError(
+                    f"grid must map XGBoost parameter names to non-empty lists; bad entries: {bad or 'empty grid'}"
+                )
             return self.grid
         if self.grid == "tabsyn":
             return TABSYN_GRID
