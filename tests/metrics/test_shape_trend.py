@@ -145,3 +145,21 @@ def test_trend_options_are_validated():
     res = Trend(binning="real_edges").evaluate(df, df, schema)
     assert res.value == pytest.approx(1.0)
     assert Shape().evaluate(df, df, schema).value == pytest.approx(1.0)
+
+
+def test_unified_sdmetrics_quality_report_gives_the_same_numbers(adult):
+    from sdmetrics.reports import QualityReport as UnifiedQualityReport
+
+    train, _, schema = adult
+    real = train.sample(1500, random_state=9).reset_index(drop=True)
+    syn = perturbed_resample(real, schema, seed=10)
+    rep = UnifiedQualityReport()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep.generate({"t": real}, {"t": syn}, {"tables": {"t": sdmetrics_metadata(schema)}}, verbose=False)
+    props = rep.get_properties().set_index("Property")["Score"]
+    trend = Trend(pair_filter="sdmetrics").evaluate(real, syn, schema)
+    assert Shape().evaluate(real, syn, schema).value == pytest.approx(props["Column Shapes"], abs=1e-9)
+    assert trend.value == pytest.approx(props["Column Pair Trends"], abs=1e-9)
+    details = rep.get_details("Column Pair Trends")
+    assert trend.details["n_pairs_scored"] == int(details["Meets Threshold?"].astype("boolean").fillna(False).sum())
