@@ -67,7 +67,10 @@ def test_canonical_category(value, expected) -> None:
 
 
 def test_canonical_categories_vectorised_equals_scalar() -> None:
-    for s in [pd.Series([1, 2, 3]), pd.Series([1.0, np.nan, 2.5]), pd.Series([True, False]), pd.Series(["x", None])]:
+    mixed = pd.Series(["a", None, 1, 1.0, "1", True, np.nan, "b"], dtype=object)  # 1 == 1.0 == True hash alike
+    strings = pd.Series(np.random.default_rng(0).choice(["x", "y", None], 500), dtype=object)
+    for s in [pd.Series([1, 2, 3]), pd.Series([1.0, np.nan, 2.5]), pd.Series([True, False]), pd.Series(["x", None]), mixed,
+              strings]:
         assert list(canonical_categories(s)) == [canonical_category(v) for v in s]
 
 

@@ -209,23 +209,3 @@ def test_to_frame_lists_every_key_with_notes():
     assert list(frame["metric"]) == list(SUMMARY_KEYS)
     notes = frame.set_index("metric")["note"]
     assert notes["trend"] == "6/6 pairs scored (all)" and notes["mle"] == "" and frame["value"].notna().sum() == 2
-
-
-def test_fast_validation_equals_validate_table():
-    from tabmem.data.schema import validate_table
-    from tabmem.metrics.base import validate_fast
-
-    rng = np.random.default_rng(18)
-    df = _table(300, 18)
-    df.loc[rng.random(300) < 0.1, "city"] = None
-    df.loc[rng.random(300) < 0.1, "label"] = np.nan
-    mixed = df.copy()
-    mixed["city"] = mixed["city"].astype(object)
-    mixed.loc[:5, "city"] = 1  # non-string values: ordinary path
-    mixed.loc[6:8, "city"] = True
-    for table in (df, mixed, df[::-1]):
-        pd.testing.assert_frame_equal(
-            validate_fast(table, SCHEMA, name="t"), validate_table(table, SCHEMA, name="t", nan="match")
-        )
-    with pytest.raises(SchemaError, match="'city'"):
-        validate_fast(df.drop(columns=["city"]), SCHEMA, name="t")

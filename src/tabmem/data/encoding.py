@@ -36,7 +36,7 @@ class TableEncoder:
         self.categories_: dict[str, np.ndarray] = {
             c: np.array(sorted(set(clean[c].tolist())), dtype=object) for c in self.schema.categorical
         }
-        self._lookup = {c: {v: i for i, v in enumerate(cats)} for c, cats in self.categories_.items()}
+        self._lookup = {c: pd.Index(cats, dtype=object) for c, cats in self.categories_.items()}
         num = self._numeric_clean(clean)
         with np.errstate(all="ignore"):
             if num.shape[0] and num.shape[1]:
@@ -91,7 +91,7 @@ class TableEncoder:
             values = clean[c].to_numpy(dtype=object)
             if values.size and not isinstance(values[0], str):
                 values = canonical_categories(clean[c])
-            out[:, j] = np.fromiter((lookup.get(v, -1) for v in values), dtype=np.int32, count=len(values))
+            out[:, j] = lookup.get_indexer(values)  # -1 where unseen
         return out
 
     def standardized(self, clean: pd.DataFrame) -> np.ndarray:

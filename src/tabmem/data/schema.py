@@ -74,6 +74,12 @@ def canonical_categories(series: pd.Series) -> np.ndarray:
         rest = ~nan & ~integral
         out[rest] = [repr(float(v)) for v in values[rest]]
         return out
+    # object/string columns: canonicalise each distinct value once (a column of strings is the
+    # common case; mixed Python types take the per-value path, since 1 == 1.0 == True hash alike)
+    codes, uniques = pd.factorize(s.to_numpy(dtype=object), use_na_sentinel=True)
+    if all(type(u) is str for u in uniques):
+        lookup = np.array([canonical_category(u) for u in uniques] + [NA_CATEGORY], dtype=object)
+        return lookup[codes]  # code -1 (missing) takes the last entry
     return np.array([canonical_category(v) for v in s.tolist()], dtype=object)
 
 
@@ -311,7 +317,7 @@ def validate_table(
             canon = canonical_categories(s)
             if categories is not None and col in categories:
                 allowed = categories[col]
-                unseen_mask = np.fromiter((v not in allowed for v in canon), dtype=bool, count=len(canon))
+                unseen_mask = ~pd.Series(canon, dtype=object).isin(allowed).to_numpy()
                 if unseen_mask.any():
                     if unseen == "error":
                         problems.append(

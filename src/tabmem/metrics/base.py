@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem.data.encoding import TableEncoder
-from tabmem.data.schema import NA_CATEGORY, Schema, canonical_category, validate_table
+from tabmem.data.schema import Schema, validate_table
 from tabmem.errors import SchemaError, TabmemError
 
 Goal = Literal["maximize", "minimize"]
@@ -160,33 +160,7 @@ def _cached(key: tuple, table: object, make: Callable[[], object]) -> object:
 
 
 def _validated(table: pd.DataFrame, schema: Schema, name: str) -> pd.DataFrame:
-    return _cached(("table", id(table), schema, name), table, lambda: validate_fast(table, schema, name=name))  # type: ignore[return-value]
-
-
-def validate_fast(table: pd.DataFrame, schema: Schema, *, name: str) -> pd.DataFrame:
-    """:func:`~tabmem.data.schema.validate_table` (``nan="match"``) with a fast path for string columns.
-
-    A categorical column of Python strings (and missing values) is canonicalised per *distinct*
-    value instead of per row: it is factorised, the codes go through ``validate_table`` (an
-    integer column, its fast path), and each code is mapped back to ``canonical_category`` of its
-    string (missing -> ``"<NA>"``). The result is identical to ``validate_table``'s; columns with
-    any non-string value take the ordinary path.
-    """
-    if not isinstance(table, pd.DataFrame) or table.columns.duplicated().any():
-        return validate_table(table, schema, name=name, nan="match")
-    fast: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for c in schema.categorical:
-        if c in table.columns and table[c].dtype == object:
-            codes, uniques = pd.factorize(table[c].to_numpy(object), use_na_sentinel=True)
-            if all(type(u) is str for u in uniques):
-                lookup = np.array([canonical_category(u) for u in uniques] + [NA_CATEGORY], dtype=object)
-                fast[c] = (codes, lookup)
-    if fast:
-        table = table.assign(**{c: codes for c, (codes, _) in fast.items()})
-    clean = validate_table(table, schema, name=name, nan="match")
-    for c, (codes, lookup) in fast.items():
-        clean[c] = lookup[codes]  # code -1 (missing) picks the last entry, "<NA>"
-    return clean
+    return _cached(("table", id(table), schema, name), table, lambda: validate_table(table, schema, name=name, nan="match"))  # type: ignore[return-value]
 
 
 def _check_complete(clean: pd.DataFrame, schema: Schema, name: str) -> None:
