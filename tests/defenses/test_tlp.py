@@ -18,7 +18,7 @@ def reference_tlp(scores: np.ndarray, t: float, normalize: str = "row") -> np.nd
     groups = [list(range(scores.shape[0]))] if normalize == "batch" else [[i] for i in range(scores.shape[0])]
     for rows in groups:
         finite = [(i, j) for i in rows for j in range(scores.shape[1]) if np.isfinite(scores[i, j])]
-        if not finite:
+        if not finite or np.isposinf(scores[rows]).any() or np.isnan(scores[rows]).any():
             continue
         vals = [scores[i, j] for i, j in finite]
         m, mx = min(vals), max(vals)
@@ -39,10 +39,11 @@ def test_matches_reference_with_masks(t, normalize):
     scores[3, :] = NEG  # fully masked row
     scores[4, :] = 2.5  # constant row (M = m)
     scores[4, 0] = NEG
-    scores[2, 5] = float("inf")  # never produced by a model; left as is, the rest uses the finite max
+    scores[2, 5] = float("inf")  # never produced by a model: the row (with "batch": all rows) is left as is
     got = TendencyLogitsProcessor(t, normalize=normalize)(None, torch.tensor(scores)).numpy()
     ref = reference_tlp(scores, t, normalize)
     assert np.array_equal(np.isneginf(got), np.isneginf(scores)) and np.isposinf(got[2, 5])
+    np.testing.assert_array_equal(got[2], scores[2])
     np.testing.assert_allclose(got[np.isfinite(got)], ref[np.isfinite(ref)], rtol=1e-12, atol=1e-12)
     assert not np.isnan(got).any()
 

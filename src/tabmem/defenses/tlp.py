@@ -40,8 +40,9 @@ class TendencyLogitsProcessor(_Base):  # type: ignore[misc,valid-type]
             influence each other; ``"batch"`` takes them over the whole ``[batch, vocab]`` tensor,
             exactly as the paper's code.
 
-    Rows whose finite logits are all equal (``M = m``), or that have at most one finite logit,
-    are returned unchanged (the paper's code divides 0/0 there). ``scores`` is never edited in place.
+    Rows whose finite logits are all equal (``M = m``; the paper's code divides 0/0 there), rows
+    without finite logits and rows holding ``+inf``/``NaN`` are returned unchanged (with
+    ``"batch"``, the whole batch). ``scores`` is never edited in place.
 
     Examples:
         >>> import torch
@@ -67,18 +68,15 @@ class TendencyLogitsProcessor(_Base):  # type: ignore[misc,valid-type]
         if self.tendency == 1.0:
             return scores
         work = scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores
-        finite = torch.isfinite(work)
+        masked = torch.isneginf(work)
         dims: tuple[int, ...] = (-1,) if self.normalize == "row" else tuple(range(work.dim()))
-        lo = work.masked_fill(~finite, float("inf")).amin(dim=dims, keepdim=True)
-        hi = work.amax(dim=dims, keepdim=True)  # masked logits are -inf: the max is the finite max
-        if not torch.isfinite(hi).all():  # +inf or NaN present (never from a model): take the max of finite entries
-            hi = work.masked_fill(~finite, float("-inf")).amax(dim=dims, keepdim=True)
+        lo = work.masked_fill(masked, float("inf")).amin(dim=dims, keepdim=True)
+        hi = work.amax(dim=dims, keepdim=True)  # masked logits are -inf, so this is the finite max
         span = hi - lo
-        ok = span > 0  # False for constant rows and rows without finite logits (span -inf or nan)
-        # one buffer, in-place: u = ((z - m) / (M - m)) ** (1/t) * (M - m) + m; masked entries are
-        # discarded by the final where, so no clamp is needed for them
+        # u = ((z - m) / (M - m)) ** (1/t) * (M - m) + m, in place in one buffer. Where the warp is
+        # undefined u is NaN: constant rows (0/0), rows without finite logits, rows holding +inf or
+        # NaN (never produced by a model); those rows, and the masked entries, keep their value.
         u = work - lo
-        u.div_(torch.where(ok, span, torch.ones_like(span))).clamp_(min=0.0)
-        u.pow_(1.0 / self.tendency).mul_(span).add_(lo)
-        out = torch.where(finite & ok, u, work)
+        u.div_(span).pow_(1.0 / self.tendency).mul_(span).add_(lo)
+        out = torch.where(masked | torch.isnan(u), work, u)
         return out.to(scores.dtype)
