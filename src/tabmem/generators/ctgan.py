@@ -175,6 +175,24 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
     update. History per epoch: ``loss_d`` (critic loss with penalty), ``loss_g`` (generator loss with
     the conditional term), ``cond_loss`` and ``loss`` (= ``loss_g``).
 
+    Parameters
+    ----------
+    epochs, batch_size, embedding_dim:
+        300, 500 and 128 (reference setting); ``batch_size`` must be a multiple of ``pac``.
+    generator_dims, discriminator_dims:
+        Hidden sizes of the residual generator and of the critic, (256, 256) each.
+    generator_lr, discriminator_lr, generator_decay, discriminator_decay, betas:
+        Adam settings of the two networks: 2e-4, 2e-4, 1e-6, 1e-6, (0.5, 0.9).
+    pac, discriminator_steps, gp_lambda, tau:
+        PacGAN group size (10), critic updates per generator update (1), WGAN-GP weight (10) and
+        Gumbel-softmax temperature (0.2).
+    log_frequency:
+        Training-by-sampling with log-frequencies (``False``: raw frequencies).
+    max_modes, weight_threshold:
+        Mode-specific normalisation: at most 10 modes per numerical column, modes under 0.005 dropped.
+    random_state, device:
+        Seed (same seed, same model and samples on CPU); ``"auto"`` = CUDA when present, else CPU.
+
     Examples
     --------
     >>> gen = CTGAN(epochs=300, random_state=0).fit(train, schema)      # doctest: +SKIP
@@ -213,7 +231,7 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         max_modes: int = 10,
         weight_threshold: float = 0.005,
         random_state: int | None = None,
-        device: str = "cpu",
+        device: str = "auto",
     ) -> None:
         self.epochs = epochs
         self.batch_size = batch_size

@@ -78,6 +78,21 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
     (the last batch may be smaller). History per epoch: ``loss`` (mean of reconstruction + KL per batch),
     ``recon`` and ``kl``.
 
+    Parameters
+    ----------
+    epochs, batch_size, embedding_dim:
+        300, 500 and 128 (reference setting).
+    compress_dims, decompress_dims:
+        Hidden sizes of the encoder and the decoder, (128, 128) each.
+    lr, weight_decay, loss_factor:
+        Adam learning rate (1e-3), weight decay (1e-5) and the weight of the reconstruction term (2).
+    discrete_sampling:
+        ``"argmax"`` (reference code) or ``"sample"`` (paper) decoding of mode and category blocks.
+    max_modes, weight_threshold:
+        Mode-specific normalisation: at most 10 modes per numerical column, modes under 0.005 dropped.
+    random_state, device:
+        Seed (same seed, same model and samples on CPU); ``"auto"`` = CUDA when present, else CPU.
+
     Examples
     --------
     >>> gen = TVAE(epochs=300, random_state=0).fit(train, schema)      # doctest: +SKIP
@@ -104,7 +119,7 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
         max_modes: int = 10,
         weight_threshold: float = 0.005,
         random_state: int | None = None,
-        device: str = "cpu",
+        device: str = "auto",
     ) -> None:
         self.epochs = epochs
         self.batch_size = batch_size
