@@ -116,3 +116,38 @@ def test_risk_table():
     assert rt.target_row.tolist() == [1, 2, 0, 3]  # best ranks: row1 dcr #1, row2 levatt #1, row0 #2, row3 #3
     assert rt.loc[0, "dcr_rank"] == 1 and rt.loc[1, "levatt_rank"] == 1
     assert rt.is_member.tolist() == [False, True, True, False]
+
+
+def test_cli_unknown_serializer_is_one_clear_error(tmp_path, tables, capsys):
+    from tabmem.cli import main
+
+    members, non_members, synthetic, _, _ = tables
+    for name, t in [("m", members), ("n", non_members), ("s", synthetic)]:
+        t.to_csv(tmp_path / f"{name}.csv", index=False)
+    args = ["attack", "--members", str(tmp_path / "m.csv"), "--non-members", str(tmp_path / "n.csv")]
+    with pytest.raises(SystemExit) as exc:
+        main(
+            [
+                *args,
+                "--synthetic",
+                str(tmp_path / "s.csv"),
+                "--attacks",
+                "levatt",
+                "--serializer",
+                "nope",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+    assert exc.value.code == 2
+    assert "unknown serializer 'nope'" in capsys.readouterr().err
+
+
+def test_nan_match_levatt_and_dcr(tables):
+    members, non_members, synthetic, _, schema = tables
+    syn = synthetic.copy()
+    syn.loc[0, "y"] = np.nan
+    mem = members.copy()
+    mem.loc[0, "y"] = np.nan
+    rep = run_attacks(mem, non_members, syn, schema, nan="match", attacks=["levatt", "dcr", "mc"], n_bootstrap=0)
+    assert np.isfinite(rep.scores[["levatt", "dcr", "mc"]].to_numpy()).all()
