@@ -81,6 +81,8 @@ def test_cli_attack(tmp_path, tables):
     assert len(summary["levatt"]["auc_ci"]) == 2
     scores = pd.read_csv(out / "scores.csv")
     assert list(scores.columns) == ["target_row", "is_member", "levatt", "dcr", "mc", "density", "domias"]
+    risk = pd.read_csv(out / "risk.csv")
+    assert risk.best_rank.is_monotonic_increasing and len(risk) == 240 and "levatt_rank" in risk
     # no raw record value reaches the terminal
     for v in members["y"].astype(str).tolist()[:20]:
         assert v not in res.output

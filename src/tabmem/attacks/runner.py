@@ -29,6 +29,13 @@ class AttackReport:
     n_overlap: int
     skipped: dict[str, str]
 
+    def risk(self) -> pd.DataFrame:
+        """Per-record risk table joining all attacks (ranks, best rank first); see :func:`tabmem.attacks.compare.risk_table`."""
+        from tabmem.attacks.compare import risk_table
+
+        attack_cols = [c for c in self.scores.columns if c not in ("target_row", "is_member")]
+        return risk_table(self.scores[attack_cols], self.scores["is_member"].to_numpy())
+
     def summary(self) -> dict[str, Any]:
         """``{attack: {"auc", "auc_ci", "tpr_at_fpr", ...}}`` plus ``"_meta"`` (sizes, overlap, skipped attacks)."""
         out: dict[str, Any] = {name: r.to_dict() for name, r in self.results.items()}

@@ -1,6 +1,7 @@
 """``tabmem attack``: no-box membership inference on a synthetic table (LevAtt, DCR, MC, density, DOMIAS).
 
-Writes ``summary.json`` and ``scores.csv`` to ``--out``; the terminal shows aggregate metrics
+Writes ``summary.json``, ``scores.csv`` and ``risk.csv`` (per-record worst case: every attack's rank,
+records with the strongest evidence first) to ``--out``; the terminal shows aggregate metrics
 only, never a record's values.
 """
 
@@ -97,6 +98,7 @@ def attack(
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(report.summary(), indent=2))
     report.scores.to_csv(out / "scores.csv", index=False)
+    report.risk().to_csv(out / "risk.csv", index=False)
     table = Table(title="Membership inference (higher AUC = more leakage; 0.5 = chance)")
     for col in ("attack", "AUC", "95% CI", "TPR@FPR=0", "TPR@0.001", "TPR@0.01", "TPR@0.1"):
         table.add_column(col)
@@ -114,4 +116,6 @@ def attack(
         console.print(f"skipped {name}: {why}")
     if report.n_overlap:
         console.print(f"warning: {report.n_overlap} member row(s) also appear among the non-members")
-    console.print(f"wrote {out / 'summary.json'} and {out / 'scores.csv'}")
+    console.print(
+        f"wrote {out / 'summary.json'}, {out / 'scores.csv'} and {out / 'risk.csv'} (records by strongest evidence)"
+    )
