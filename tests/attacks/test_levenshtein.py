@@ -134,3 +134,16 @@ def test_far_queries_use_lcs_bound_and_stay_exact():
     ref = np.array([min(Levenshtein.distance(q, s) for s in choices) for q in queries])
     np.testing.assert_array_equal(res.distance, ref)
     assert res.n_exact < 0.75 * res.n_pairs  # unstructured digits: the LCS bound still removes a good share
+
+
+def test_memory_bounded_blocks_stay_exact(monkeypatch):
+    from tabmem.neighbors import levenshtein
+
+    rng = np.random.default_rng(6)
+    choices = random_rows(rng, 200, lo=5, hi=30)
+    queries = random_rows(rng, 25, lo=5, hi=30)
+    full = LevenshteinIndex(n_jobs=1).fit(choices).query(queries)
+    monkeypatch.setattr(levenshtein, "_BLOCK_BYTES", 16 * len(choices) * 3)  # 3 queries per block
+    small = LevenshteinIndex(n_jobs=1).fit(choices).query(queries)
+    np.testing.assert_array_equal(full.distance, small.distance)
+    np.testing.assert_array_equal(full.index, small.index)

@@ -46,6 +46,7 @@ from tabmem.errors import TabmemError
 
 _MAX_BUCKETS = 96  # distinct characters kept as their own count bucket (the rest share one)
 _MAX_UNARY = 48  # unary columns per bucket; wider count ranges are quantised (still a valid bound)
+_BLOCK_BYTES = 256 << 20  # working memory of one block, per worker
 _PARALLEL_MIN_PAIRS = 2_000_000  # below this, worker start-up costs more than it saves
 _LCS_MIN_CANDIDATES = 64  # queries with more candidates left after the bag bound get the LCS bound
 
@@ -132,7 +133,8 @@ class LevenshteinIndex:
     n_jobs:
         Worker processes for :meth:`query` (``-1``: all CPUs). Small problems run in-process.
     block_size:
-        Queries per block of the bound computation (memory ``block_size * |S| * 4`` bytes).
+        Most queries per block of the bound computation; blocks are shrunk so that one block's
+        working memory (~16 bytes per query x string pair) stays under 256 MB per worker.
     """
 
     def __init__(self, n_jobs: int = 2, block_size: int = 64) -> None:
@@ -172,7 +174,9 @@ class LevenshteinIndex:
         if any(len(q) >= 1 << 24 for q in queries):
             raise TabmemError("queries: strings of 2**24 characters or more are not supported")
         jobs = _n_jobs(self.n_jobs)
-        blocks = [(i, min(i + self.block_size, n)) for i in range(0, n, self.block_size)]
+        # bounded memory: a block holds ~16 bytes per (query, string) pair (bounds, LCS, temporaries)
+        step = int(max(1, min(self.block_size, _BLOCK_BYTES // (16 * len(self.strings_)))))
+        blocks = [(i, min(i + step, n)) for i in range(0, n, step)]
         small = n * len(self.strings_) < _PARALLEL_MIN_PAIRS
         if jobs == 1 or len(blocks) == 1 or small:
             parts = [_search_block(self, queries[a:b]) for a, b in blocks]
