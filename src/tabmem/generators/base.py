@@ -686,11 +686,22 @@ def _encoder_state(enc: TableEncoder) -> dict[str, Any]:
 
 
 def _encoder_from_state(schema: Schema, state: dict[str, Any]) -> TableEncoder:
-    enc = TableEncoder(schema)
-    enc.categories_ = {c: np.array(v, dtype=object) for c, v in state["categories"].items()}
-    enc._lookup = {c: {v: i for i, v in enumerate(cats)} for c, cats in enc.categories_.items()}
-    enc.min_ = state["min"].numpy().copy()
-    enc.max_ = state["max"].numpy().copy()
+    """Rebuild the training encoder through its public ``fit`` (no private attributes touched).
+
+    It is fitted on a synthetic layout table that holds every saved category at least once, then
+    given the saved statistics; ``categories_`` then equal the saved ones."""
+    cats = {c: np.array(v, dtype=object) for c, v in state["categories"].items()}
+    lo, hi = state["min"].numpy(), state["max"].numpy()
+    rows = max([2, *(len(v) for v in cats.values())])
+    data: dict[str, Any] = {c: np.linspace(lo[j], hi[j], rows) for j, c in enumerate(schema.numerical)}
+    for c in schema.categorical:
+        data[c] = cats[c][np.arange(rows) % len(cats[c])]
+    enc = TableEncoder(schema).fit(pd.DataFrame(data)[list(schema.columns)])
+    for c in schema.categorical:
+        if enc.categories_[c].tolist() != cats[c].tolist():  # pragma: no cover - guards a format change
+            raise TabmemError(f"saved categories of column {c!r} could not be restored")
+    enc.min_ = lo.copy()
+    enc.max_ = hi.copy()
     enc.mean_ = state["mean"].numpy().copy()
     enc.std_ = state["std"].numpy().copy()
     enc.range_ = enc.max_ - enc.min_
@@ -704,7 +715,7 @@ def _placeholder_table(schema: Schema, enc: TableEncoder, n: int) -> pd.DataFram
     ``_build`` must not rely on the training *values* for anything that ``_state_dict`` does not
     restore afterwards (e.g. quantiles must be part of the state).
     """
-    rows = max(2, min(n, 64))
+    rows = max([2, min(n, 64), *(len(enc.categories_[c]) for c in schema.categorical)])
     data: dict[str, Any] = {}
     for j, c in enumerate(schema.numerical):
         data[c] = np.linspace(enc.min_[j], enc.max_[j], rows)
