@@ -124,3 +124,17 @@ def test_degenerate_inputs():
     assert out["n_top"] == 0 and out["findings"]["top_memorized_earlier"]["holds"] is None
     with pytest.raises(TabmemError, match="strictly increasing"):
         TrainingDynamics(np.array([2, 1]), np.zeros((2, 3), np.int32), np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("k, max_epoch", [(1, None), (2, None), (3, 15), (9, 10)])
+def test_intensity_score_against_naive(dyn, k, max_epoch):
+    got = dyn.intensity_score(k=k, max_epoch=max_epoch)
+    for r in range(dyn.n_records):
+        vals = sorted(
+            (dyn.mem_auc[i, r] for i, e in enumerate(EPOCHS) if max_epoch is None or e <= max_epoch), reverse=True
+        )
+        assert got[r] == pytest.approx(np.mean(vals[:k]))
+    with pytest.raises(TabmemError, match="no tracked epoch"):
+        dyn.intensity_score(max_epoch=1)
+    with pytest.raises(TabmemError, match="k must be"):
+        dyn.intensity_score(k=0)

@@ -152,6 +152,22 @@ class TrainingDynamics:
                 }
             )
 
+    def intensity_score(self, k: int = 1, max_epoch: int | None = None) -> np.ndarray:
+        """Per-record epoch-wise memorization intensity: mean of the ``k`` largest Mem-AUC_e values
+        over tracked epochs <= ``max_epoch`` (the warm-up window).
+
+        The ranking DynamicCut prunes by ("ranks real samples by their epoch-wise memorization
+        intensity"; k and the window are not published: brief §2.7, so both are parameters)."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise TabmemError(f"intensity_score: k must be a positive integer, got {k!r}")
+        rows = np.ones(len(self.epochs), dtype=bool) if max_epoch is None else self.epochs <= max_epoch
+        if not rows.any():
+            raise TabmemError(f"intensity_score: no tracked epoch <= {max_epoch} (tracked: {self.epochs.tolist()})")
+        window = self.mem_auc[rows]
+        k = min(int(k), window.shape[0])
+        top = np.partition(window, window.shape[0] - k, axis=0)[window.shape[0] - k :]
+        return top.mean(axis=0)
+
     def _final_counts(self, final_counts: np.ndarray | None) -> np.ndarray:
         if final_counts is None:
             if not len(self.epochs):
