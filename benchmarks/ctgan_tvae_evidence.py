@@ -35,6 +35,8 @@ def main() -> None:
     ap.add_argument("--data-dir", default="/work/shared/datasets")
     ap.add_argument("--out", default=None)
     ap.add_argument("--save", default=None, help="save the trained model here")
+    ap.add_argument("--checkpoint", default=None, help="checkpoint file (written every epoch)")
+    ap.add_argument("--resume", action="store_true", help="resume from --checkpoint")
     args = ap.parse_args()
     torch.set_num_threads(1)
 
@@ -46,7 +48,12 @@ def main() -> None:
     ds = load_dataset("adult", data_dir=args.data_dir)
     train, test, schema = ds.train, ds.test, ds.schema
     gen = get_generator(args.model, epochs=args.epochs, random_state=args.seed)
-    tracker = MemorizationTracker(every=args.track_every, random_state=args.seed, n_jobs=1)
+    tracker = MemorizationTracker(
+        every=args.track_every,
+        random_state=args.seed,
+        n_jobs=1,
+        path=args.checkpoint + ".track" if args.checkpoint else None,
+    )
     t_start = time.perf_counter()
     deadline = t_start + args.budget_min * 60
 
@@ -57,7 +64,12 @@ def main() -> None:
         )
         return time.perf_counter() > deadline
 
-    gen.fit(train, schema, callbacks=[tracker, LambdaCallback(on_epoch_end=stop_on_budget, order=20)])
+    fit_kw = {}
+    if args.checkpoint:  # checkpoint every epoch; --resume continues a run stopped on its time budget
+        fit_kw = {"checkpoint_every": 1, "checkpoint_path": args.checkpoint}
+        if args.resume:
+            fit_kw["resume_from"] = args.checkpoint
+    gen.fit(train, schema, callbacks=[tracker, LambdaCallback(on_epoch_end=stop_on_budget, order=20)], **fit_kw)
     wall = time.perf_counter() - t_start
     hist = gen.history_
     epoch_time = float(sum(h["epoch_time"] for h in hist))
