@@ -354,3 +354,19 @@ def test_tvae_reference_defaults_on_adult(shared_data_dir) -> None:
     assert gaps[100] < gaps[20] and gaps[100] < 0.4, gaps
     gen.set_params(discrete_sampling="sample")
     assert _max_marginal_gap(train, gen.sample(len(train), random_state=1), cats) < 0.15
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("kind", ["numerical_only", "categorical_only"])
+def test_single_kind_tables(name, kind) -> None:
+    rng = np.random.default_rng(1)
+    if kind == "numerical_only":
+        df = pd.DataFrame({"a": rng.normal(size=200), "b": rng.exponential(size=200)})
+        schema = Schema(("a", "b"), ("a", "b"), ())
+    else:
+        df = pd.DataFrame({"a": rng.choice(["x", "y"], 200), "b": rng.choice([True, False], 200)})
+        schema = Schema(("a", "b"), (), ("a", "b"))
+    gen = _tiny(name, epochs=2).fit(df, schema)
+    out = gen.sample(50, random_state=0)
+    assert list(out.columns) == ["a", "b"] and (out.dtypes == df.dtypes).all()
+    assert np.isfinite(pd.DataFrame(gen.history_)["loss"]).all()

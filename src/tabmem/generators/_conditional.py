@@ -48,19 +48,25 @@ class ConditionalSampler:
         ``[0, n_categories[j])``.
     n_categories:
         Number of categories of each discrete column (width of its one-hot block).
+    n_rows:
+        Number of training rows (needed only when there is no discrete column).
     log_frequency:
         Use ``log(1 + count)`` (the paper's training-by-sampling) rather than the raw count when drawing
         training conditions.
     """
 
-    def __init__(self, codes: list[np.ndarray], n_categories: list[int], *, log_frequency: bool = True) -> None:
+    def __init__(
+        self, codes: list[np.ndarray], n_categories: list[int], *, log_frequency: bool = True, n_rows: int | None = None
+    ) -> None:
         if len(codes) != len(n_categories):
             raise TabmemError("ConditionalSampler: one code array per discrete column is needed")
         lengths = {len(c) for c in codes}
         if len(lengths) > 1:
             raise TabmemError(f"ConditionalSampler: code arrays of different lengths {sorted(lengths)}")
         self.n_columns_ = len(codes)
-        self.n_rows_ = lengths.pop() if lengths else 0
+        self.n_rows_ = lengths.pop() if lengths else int(n_rows or 0)
+        if n_rows is not None and self.n_rows_ != n_rows:
+            raise TabmemError(f"ConditionalSampler: code arrays have {self.n_rows_} rows, n_rows={n_rows}")
         self.n_categories_ = np.asarray(n_categories, dtype=np.int64)
         self.offsets_ = np.concatenate([[0], np.cumsum(self.n_categories_)]).astype(np.int64)
         self.cond_dim_ = int(self.offsets_[-1])

@@ -303,7 +303,8 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         codes = getattr(self, "_category_codes", None)
         if codes is None:  # loaded model: only generation-time conditions are needed; counts come from state
             codes = [np.zeros(1, dtype=np.int64) for _ in n_cats]
-        self.sampler_ = ConditionalSampler(codes, n_cats, log_frequency=self.log_frequency)
+        n_rows = len(codes[0]) if codes else self.n_train_
+        self.sampler_ = ConditionalSampler(codes, n_cats, log_frequency=self.log_frequency, n_rows=n_rows)
 
     # ------------------------------------------------------------------ train
     def _gradient_penalty(self, real: torch.Tensor, fake: torch.Tensor) -> torch.Tensor:
@@ -394,7 +395,9 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
                 # loaded model: generation conditions need the category frequencies only
                 codes = [np.repeat(np.arange(len(c)), c.numpy().astype(np.int64)) for c in state["counts"]]
                 n_cats = [len(c) for c in state["counts"]]
-                self.sampler_ = ConditionalSampler(codes, n_cats, log_frequency=self.log_frequency)
+                self.sampler_ = ConditionalSampler(
+                    codes, n_cats, log_frequency=self.log_frequency, n_rows=self.n_train_
+                )
         else:
             self._make_sampler(self.normalizer_)
         self.generator_.load_state_dict(state["generator"])
