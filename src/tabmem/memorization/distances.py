@@ -193,10 +193,11 @@ class Fang2024Distance(Distance):
         n_rows = b.shape[0]
         qi = np.arange(rows.start, rows.start + n_rows)
         if self._k:
-            e2 = b @ ref.aug.T  # squared distances, float64 (raw units: float32 would cancel badly)
-            np.maximum(e2, 0.0, out=e2)
-            key = np.sqrt(e2, out=np.empty(e2.shape, dtype=np.float32), casting="same_kind")
-            del e2
+            # squared distances in float64 (raw units: a float32 product would cancel badly), then
+            # rounded to float32 for the element-wise passes (their rounding is inside ``delta``)
+            key = (b @ ref.aug.T).astype(np.float32)
+            np.maximum(key, 0.0, out=key)
+            np.sqrt(key, out=key)
             # |e_approx - e_exact| <= delta: float64 dot-product error + float32 rounding of e
             # (e <= emax, and the float32 rounding of the arg-max itself is within 2 eps)
             dot_err = np.sqrt((4 * self._k + 8) * EPS64 * (q.aug[rows, -2] + self._ref_sq_max))
