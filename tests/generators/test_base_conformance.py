@@ -25,7 +25,7 @@ def _one_torch_thread():
     torch.set_num_threads(n)
 
 
-NAMES = [n for n in available_generators() if not n.startswith("_") and n != "llm"]
+NAMES = [n for n in available_generators() if not n.startswith("_")]
 SMALLER = {  # keep each generator tiny so the battery stays fast
     "tabddpm": {"layers": (16,), "dim_t": 8, "num_timesteps": 4, "batch_size": 32},
     "tvae": {"batch_size": 30, "max_modes": 3},
@@ -36,6 +36,7 @@ SMALLER = {  # keep each generator tiny so the battery stays fast
         "generator_dims": (32,),
         "discriminator_dims": (32,),
     },
+    "llm": {"n_layer": 1, "n_head": 2, "n_embd": 16, "batch_size": 16},
 }
 
 
