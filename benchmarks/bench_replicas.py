@@ -105,12 +105,16 @@ def run_adult(distances: list[str], loop_rows: int, repeats: int) -> None:
     print(f"machine: {os.cpu_count()} cores, float32 matmul ceiling {ceiling:.0f} GFLOP/s")
     print(f"Adult: {len(train):,} training rows x {len(syn):,} synthetic rows")
     loop = paper_loop_seconds_per_row(train, syn, schema, loop_rows)
-    print(f"papers-style pandas loop: {1e3 * loop:.1f} ms/row -> {loop * len(syn):.0f} s extrapolated ({loop_rows} rows timed)")
+    print(
+        f"papers-style pandas loop: {1e3 * loop:.1f} ms/row -> {loop * len(syn):.0f} s extrapolated ({loop_rows} rows timed)"
+    )
     det_l2 = ReplicaDetector("l2").fit(train, schema)
     det_l2._train_for_bench = train  # type: ignore[attr-defined]
     sk = min(sklearn_brute_seconds(det_l2, syn) for _ in range(repeats))
     print(f"scikit-learn NearestNeighbors(brute).kneighbors(2), l2 encoding: {sk:.2f} s")
-    print(f"{'distance':10s} {'wall s':>8s} {'rows/s':>10s} {'GFLOP/s':>8s} {'% ceiling':>9s} {'vs sklearn':>10s} {'vs loop':>8s}")
+    print(
+        f"{'distance':10s} {'wall s':>8s} {'rows/s':>10s} {'GFLOP/s':>8s} {'% ceiling':>9s} {'vs sklearn':>10s} {'vs loop':>8s}"
+    )
     for distance in distances:
         det = ReplicaDetector(distance).fit(train, schema)
         times = []
@@ -152,8 +156,10 @@ def run_large(n: int, distance: str) -> None:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     wall = time.perf_counter() - t0
-    print(f"{distance}: {n:,} x {n:,} in {wall:.0f} s; peak extra memory during score {(peak - base) / 2**30:.2f} GiB "
-          f"(fitted state {base / 2**30:.2f} GiB, budget 1 GiB)")
+    print(
+        f"{distance}: {n:,} x {n:,} in {wall:.0f} s; peak extra memory during score {(peak - base) / 2**30:.2f} GiB "
+        f"(fitted state {base / 2**30:.2f} GiB, budget 1 GiB)"
+    )
 
 
 def main() -> None:

@@ -37,14 +37,38 @@ def adult_files(shared_data_dir, tmp_path):
 def test_audit_end_to_end_on_adult(adult_files, tmp_path, capsys) -> None:
     out = tmp_path / "out"
     code, text = run(
-        ["audit", "--train", str(adult_files["train"]), "--synthetic", str(adult_files["syn"]), "--holdout",
-         str(adult_files["hold"]), "--target", "income", "--distance", "gower", "--unseen", "mismatch", "--out", str(out)],
+        [
+            "audit",
+            "--train",
+            str(adult_files["train"]),
+            "--synthetic",
+            str(adult_files["syn"]),
+            "--holdout",
+            str(adult_files["hold"]),
+            "--target",
+            "income",
+            "--distance",
+            "gower",
+            "--unseen",
+            "mismatch",
+            "--out",
+            str(out),
+        ],
         capsys,
     )
     assert code == 0, text
     summary = json.loads((out / "summary.json").read_text())
-    for key in ["n_train", "n_synthetic", "distance", "threshold", "memorization_rate", "mem_auc", "mem_auc_trapz10",
-                "holdout_memorization_rate", "excess_memorization"]:
+    for key in [
+        "n_train",
+        "n_synthetic",
+        "distance",
+        "threshold",
+        "memorization_rate",
+        "mem_auc",
+        "mem_auc_trapz10",
+        "holdout_memorization_rate",
+        "excess_memorization",
+    ]:
         assert key in summary
     assert summary["n_train"] == 3000 and summary["n_synthetic"] == 400 and summary["distance"] == "gower"
     replicas = pd.read_csv(out / "replicas.csv")
@@ -61,8 +85,20 @@ def test_audit_end_to_end_on_adult(adult_files, tmp_path, capsys) -> None:
 
 def test_audit_show_records_prints_raw_rows_only_when_asked(adult_files, tmp_path, capsys) -> None:
     code, text = run(
-        ["audit", "--train", str(adult_files["train"]), "--synthetic", str(adult_files["syn"]), "--distance", "l2",
-         "--unseen", "mismatch", "--show-records", "--out", str(tmp_path / "o")],
+        [
+            "audit",
+            "--train",
+            str(adult_files["train"]),
+            "--synthetic",
+            str(adult_files["syn"]),
+            "--distance",
+            "l2",
+            "--unseen",
+            "mismatch",
+            "--show-records",
+            "--out",
+            str(tmp_path / "o"),
+        ],
         capsys,
     )
     assert code == 0 and "Most-replicated training records" in text
@@ -72,8 +108,9 @@ def test_audit_bad_input_gives_one_clear_message(adult_files, tmp_path, capsys) 
     bad = pd.read_csv(adult_files["syn"]).drop(columns=["age"]).assign(extra=1)
     path = tmp_path / "bad.csv"
     bad.to_csv(path, index=False)
-    code, text = run(["audit", "--train", str(adult_files["train"]), "--synthetic", str(path), "--out", str(tmp_path / "o")],
-                     capsys)
+    code, text = run(
+        ["audit", "--train", str(adult_files["train"]), "--synthetic", str(path), "--out", str(tmp_path / "o")], capsys
+    )
     assert code == 2
     assert "missing column(s): 'age'" in text and "'extra'" in text and "Traceback" not in text
     code, text = run(["audit", "--synthetic", str(path)], capsys)

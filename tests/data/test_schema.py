@@ -59,8 +59,17 @@ def test_schema_rejects_inconsistent_declarations() -> None:
 # -------------------------------------------------------------- canonical values
 @pytest.mark.parametrize(
     "value,expected",
-    [(1, "1"), (1.0, "1"), ("1", "1"), (np.int64(7), "7"), (True, "True"), (np.nan, NA_CATEGORY), (None, NA_CATEGORY),
-     (2.5, "2.5"), ("a b", "a b")],
+    [
+        (1, "1"),
+        (1.0, "1"),
+        ("1", "1"),
+        (np.int64(7), "7"),
+        (True, "True"),
+        (np.nan, NA_CATEGORY),
+        (None, NA_CATEGORY),
+        (2.5, "2.5"),
+        ("a b", "a b"),
+    ],
 )
 def test_canonical_category(value, expected) -> None:
     assert canonical_category(value) == expected
@@ -69,13 +78,21 @@ def test_canonical_category(value, expected) -> None:
 def test_canonical_categories_vectorised_equals_scalar() -> None:
     mixed = pd.Series(["a", None, 1, 1.0, "1", True, np.nan, "b"], dtype=object)  # 1 == 1.0 == True hash alike
     strings = pd.Series(np.random.default_rng(0).choice(["x", "y", None], 500), dtype=object)
-    for s in [pd.Series([1, 2, 3]), pd.Series([1.0, np.nan, 2.5]), pd.Series([True, False]), pd.Series(["x", None]), mixed,
-              strings]:
+    for s in [
+        pd.Series([1, 2, 3]),
+        pd.Series([1.0, np.nan, 2.5]),
+        pd.Series([True, False]),
+        pd.Series(["x", None]),
+        mixed,
+        strings,
+    ]:
         assert list(canonical_categories(s)) == [canonical_category(v) for v in s]
 
 
 # ------------------------------------------------------------------ validation
-SCHEMA = Schema(("age", "income", "sex", "code", "label"), ("age", "income"), ("sex", "code", "label"), "label", "binclass")
+SCHEMA = Schema(
+    ("age", "income", "sex", "code", "label"), ("age", "income"), ("sex", "code", "label"), "label", "binclass"
+)
 
 
 def cats():
@@ -122,7 +139,9 @@ def test_infinite_values_rejected() -> None:
 def test_unseen_categories() -> None:
     bad = table()
     bad.loc[[0, 2], "sex"] = "X"
-    with pytest.raises(SchemaError, match=r"'sex' has 2 row\(s\) with categories never seen in training \(first rows: 0, 2\)"):
+    with pytest.raises(
+        SchemaError, match=r"'sex' has 2 row\(s\) with categories never seen in training \(first rows: 0, 2\)"
+    ):
         validate_table(bad, SCHEMA, categories=cats())
     assert len(validate_table(bad, SCHEMA, categories=cats(), unseen="drop")) == 2
     assert len(validate_table(bad, SCHEMA, categories=cats(), unseen="mismatch")) == 4

@@ -200,7 +200,9 @@ def test_aggregates_match_definitions() -> None:
     assert res.mem_auc == pytest.approx(np.mean(np.where(np.isnan(r), 0, 1 - r)))
     grid = np.linspace(0, 1, 10)
     rates = [np.mean(np.nan_to_num(r, nan=2.0) < g) for g in grid]
-    assert res.mem_auc_trapz10 == pytest.approx(sum((rates[i] + rates[i + 1]) / 2 * (grid[1] - grid[0]) for i in range(9)))
+    assert res.mem_auc_trapz10 == pytest.approx(
+        sum((rates[i] + rates[i + 1]) / 2 * (grid[1] - grid[0]) for i in range(9))
+    )
     counts = np.zeros(len(train), int)
     share = np.zeros(len(train))
     for nn1, ratio, rep in zip(t.nn1, t.ratio, t.is_replica):

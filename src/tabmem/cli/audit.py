@@ -23,7 +23,12 @@ PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| excee
 
 
 def load_training_table(
-    train: str | None, dataset: str | None, data_dir: str | None, categorical: str | None, numerical: str | None, target: str | None
+    train: str | None,
+    dataset: str | None,
+    data_dir: str | None,
+    categorical: str | None,
+    numerical: str | None,
+    target: str | None,
 ) -> tuple[pd.DataFrame, Schema, pd.DataFrame | None]:
     """The training table and its schema from ``--train FILE`` or ``--dataset NAME``.
 
@@ -110,27 +115,60 @@ def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -
 
 @click.command()
 @click.option("--train", "train", type=click.Path(dir_okay=False), help="Training table (CSV or Parquet).")
-@click.option("--dataset", help="Or a registered dataset name (its train split; its test split is the default holdout).")
+@click.option(
+    "--dataset", help="Or a registered dataset name (its train split; its test split is the default holdout)."
+)
 @click.option("--synthetic", required=True, type=click.Path(dir_okay=False), help="Synthetic table to audit.")
-@click.option("--holdout", type=click.Path(dir_okay=False), help="Real rows never trained on: the no-memorization baseline.")
+@click.option(
+    "--holdout", type=click.Path(dir_okay=False), help="Real rows never trained on: the no-memorization baseline."
+)
 @click.option("--no-holdout", is_flag=True, help="With --dataset, do not score its test split as holdout.")
 @click.option("--distance", type=click.Choice(sorted(DISTANCES)), default="fang2024", show_default=True)
 @click.option("--threshold", type=float, default=1 / 3, show_default="0.3333")
 @click.option("--categorical", help="Comma-separated columns to treat as categorical.")
 @click.option("--numerical", help="Comma-separated columns to treat as numerical.")
 @click.option("--target", help="Target column.")
-@click.option("--nan", "nan", type=click.Choice(["error", "drop", "match"]), default="error", show_default=True,
-              help="Missing numerical values: fail, drop those synthetic rows, or compare them (documented semantics).")
-@click.option("--unseen", type=click.Choice(["error", "drop", "mismatch"]), default="error", show_default=True,
-              help="Categories absent from training: fail, drop those rows, or count them as mismatches.")
+@click.option(
+    "--nan",
+    "nan",
+    type=click.Choice(["error", "drop", "match"]),
+    default="error",
+    show_default=True,
+    help="Missing numerical values: fail, drop those synthetic rows, or compare them (documented semantics).",
+)
+@click.option(
+    "--unseen",
+    type=click.Choice(["error", "drop", "mismatch"]),
+    default="error",
+    show_default=True,
+    help="Categories absent from training: fail, drop those rows, or count them as mismatches.",
+)
 @click.option("--ignore-extra", is_flag=True, help="Drop columns that are not in the training table.")
 @click.option("--data-dir", type=click.Path(file_okay=False), help="Dataset directory (default $TABMEM_DATA_DIR).")
 @click.option("--out", "out", type=click.Path(file_okay=False), default="tabmem-audit", show_default=True)
 @click.option("--show-records", is_flag=True, help="Print the most-replicated training records (raw values!).")
 @click.option("--n-jobs", type=int, default=None, help="Worker threads (default: all cores).")
 @click.option("--memory-gb", type=float, default=1.0, show_default=True, help="Working-memory budget of the search.")
-def audit(train, dataset, synthetic, holdout, no_holdout, distance, threshold, categorical, numerical, target, nan, unseen,
-          ignore_extra, data_dir, out, show_records, n_jobs, memory_gb) -> None:
+def audit(
+    train,
+    dataset,
+    synthetic,
+    holdout,
+    no_holdout,
+    distance,
+    threshold,
+    categorical,
+    numerical,
+    target,
+    nan,
+    unseen,
+    ignore_extra,
+    data_dir,
+    out,
+    show_records,
+    n_jobs,
+    memory_gb,
+) -> None:
     """Find synthetic rows that replicate training rows (d1/d2 < threshold)."""
     console = Console()
     train_df, schema, default_holdout = load_training_table(train, dataset, data_dir, categorical, numerical, target)
@@ -146,14 +184,18 @@ def audit(train, dataset, synthetic, holdout, no_holdout, distance, threshold, c
         console,
         n_rows,
         float(n_rows) * len(train_df),
-        lambda cb: detector.score(syn, holdout=hold, unseen=unseen, extra="ignore" if ignore_extra else "error", progress=cb),
+        lambda cb: detector.score(
+            syn, holdout=hold, unseen=unseen, extra="ignore" if ignore_extra else "error", progress=cb
+        ),
     )
     elapsed = time.perf_counter() - t0
     out_dir = Path(out)
     summary = write_outputs(result, out_dir, {"seconds": elapsed, "schema": schema.to_dict()})
     console.print(summary_table(summary))
-    console.print(f"[dim]{elapsed:.1f} s. Outputs: {out_dir}/summary.json, replicas.csv (one row per synthetic row), "
-                  f"records.csv (one row per training record).[/dim]")
+    console.print(
+        f"[dim]{elapsed:.1f} s. Outputs: {out_dir}/summary.json, replicas.csv (one row per synthetic row), "
+        f"records.csv (one row per training record).[/dim]"
+    )
     if show_records:
         records = result.records().sort_values("replica_count", ascending=False).head(10)
         records = records[records.replica_count > 0]

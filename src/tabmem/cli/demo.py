@@ -29,7 +29,9 @@ from tabmem.data.schema import Schema
 from tabmem.memorization.replicas import ReplicaDetector
 
 
-def noisy_resample(train: pd.DataFrame, schema: Schema, n: int, *, copy_fraction: float = 0.3, seed: int = 0) -> pd.DataFrame:
+def noisy_resample(
+    train: pd.DataFrame, schema: Schema, n: int, *, copy_fraction: float = 0.3, seed: int = 0
+) -> pd.DataFrame:
     """Resample training rows; keep ``copy_fraction`` as exact copies and jitter the rest.
 
     Numerical values of the jittered rows get Gaussian noise of 25% of the column's standard
@@ -48,7 +50,9 @@ def noisy_resample(train: pd.DataFrame, schema: Schema, n: int, *, copy_fraction
     return syn
 
 
-def audit_and_quality(name: str, train, test, syn, schema, out: Path, console: Console, distance: str, with_quality: bool) -> dict:
+def audit_and_quality(
+    name: str, train, test, syn, schema, out: Path, console: Console, distance: str, with_quality: bool
+) -> dict:
     detector = ReplicaDetector(distance).fit(train, schema)
     result = detector.score(syn, holdout=test, unseen="mismatch")
     summary = write_outputs(result, out / name / "audit")
@@ -92,7 +96,9 @@ def demo(out, distance, epochs, no_generator, no_quality, seed) -> None:
     resample = noisy_resample(train, schema, len(train), seed=seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     resample.to_csv(out_dir / "resample.csv", index=False)
-    rows["noisy resample"] = audit_and_quality("resample", train, test, resample, schema, out_dir, console, distance, not no_quality)
+    rows["noisy resample"] = audit_and_quality(
+        "resample", train, test, resample, schema, out_dir, console, distance, not no_quality
+    )
 
     if not no_generator and importlib.util.find_spec("torch") is not None:
         console.rule("2. TabDDPM (small preset) trained with per-record memorization tracking")
@@ -105,24 +111,36 @@ def demo(out, distance, epochs, no_generator, no_quality, seed) -> None:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # small network: one thread is fastest and leaves the other core free
         try:
-            info = demo_train(train, schema, gen_dir, epochs=epochs or 20, track_every=5, holdout=test, seed=seed, progress=True)
+            info = demo_train(
+                train, schema, gen_dir, epochs=epochs or 20, track_every=5, holdout=test, seed=seed, progress=True
+            )
         finally:
             torch.set_num_threads(threads)
         for finding in info.get("dynamics_findings", []) or []:
             console.print(f"  Top vs Non-top: {finding}")
         syn = read_table(gen_dir / "synthetic.csv")
-        rows["TabDDPM"] = audit_and_quality("tabddpm", train, test, syn, schema, out_dir, console, distance, not no_quality)
+        rows["TabDDPM"] = audit_and_quality(
+            "tabddpm", train, test, syn, schema, out_dir, console, distance, not no_quality
+        )
     elif not no_generator:
         console.print("[yellow]torch is not installed: skipping the generator (pip install 'tabmem[all]').[/yellow]")
 
-    table = Table(title="Headline: memorization next to fidelity and utility", header_style="bold",
-                  caption="MLE: RMSE of XGBoost trained on each table, tested on real held-out rows (lower is better); "
-                  "DCR share: no-copy value = n_train/(n_train+n_holdout)" + _ideal(rows))
+    table = Table(
+        title="Headline: memorization next to fidelity and utility",
+        header_style="bold",
+        caption="MLE: RMSE of XGBoost trained on each table, tested on real held-out rows (lower is better); "
+        "DCR share: no-copy value = n_train/(n_train+n_holdout)" + _ideal(rows),
+    )
     cols = ["memorization_rate", "holdout_memorization_rate", "excess_memorization"]
     if not no_quality:
         cols += ["shape", "trend", "mle", "dcr_share"]
-    short = {"memorization_rate": "mem. rate", "holdout_memorization_rate": "holdout rate", "excess_memorization": "excess",
-             "mle": "MLE", "dcr_share": "DCR share"}
+    short = {
+        "memorization_rate": "mem. rate",
+        "holdout_memorization_rate": "holdout rate",
+        "excess_memorization": "excess",
+        "mle": "MLE",
+        "dcr_share": "DCR share",
+    }
     table.add_column("synthetic table")
     for c in cols:
         table.add_column(short.get(c, c), justify="right")

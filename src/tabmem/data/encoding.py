@@ -68,7 +68,13 @@ class TableEncoder:
     ) -> pd.DataFrame:
         """:func:`validate_table` against the training schema and categories."""
         return validate_table(
-            table, self.schema, name=name, categories=self.category_sets(), nan=nan, unseen=unseen, extra=extra  # type: ignore[arg-type]
+            table,
+            self.schema,
+            name=name,
+            categories=self.category_sets(),
+            nan=nan,
+            unseen=unseen,
+            extra=extra,  # type: ignore[arg-type]
         )
 
     # --------------------------------------------------------------- encodings

@@ -153,7 +153,9 @@ class Schema:
         numerical = list(numerical or [])
         unknown = [c for c in [*categorical, *numerical, *([target] if target else [])] if c not in columns]
         if unknown:
-            raise SchemaError("training", [f"column {c!r} named on the command line is not in the table" for c in unknown])
+            raise SchemaError(
+                "training", [f"column {c!r} named on the command line is not in the table" for c in unknown]
+            )
         cat, num = [], []
         for col in columns:
             if col in categorical:
@@ -276,7 +278,9 @@ def validate_table(
     if missing:
         problems.append(f"missing column(s): {', '.join(map(repr, missing))}")
     if extras and extra == "error":
-        problems.append(f"column(s) not in the training data: {', '.join(map(repr, extras))} (pass extra='ignore' / --ignore-extra to drop them)")
+        problems.append(
+            f"column(s) not in the training data: {', '.join(map(repr, extras))} (pass extra='ignore' / --ignore-extra to drop them)"
+        )
     if len(table) == 0:
         problems.append("the table is empty (0 rows)")
     if problems:
@@ -302,7 +306,9 @@ def validate_table(
             arr = values.to_numpy(dtype=np.float64)
             inf = np.isinf(arr)
             if inf.any():
-                problems.append(f"column {col!r} has {int(inf.sum())} infinite value(s) (first rows: {_head(np.flatnonzero(inf))})")
+                problems.append(
+                    f"column {col!r} has {int(inf.sum())} infinite value(s) (first rows: {_head(np.flatnonzero(inf))})"
+                )
             nan_rows = np.isnan(arr)
             if nan_rows.any():
                 if nan == "error":

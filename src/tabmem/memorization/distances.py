@@ -100,8 +100,14 @@ class Distance:
 
     name = "base"
 
-    def fit(self, reference: pd.DataFrame | None = None, schema: Schema | None = None, *, encoder: TableEncoder | None = None,
-            clean: pd.DataFrame | None = None) -> "Distance":
+    def fit(
+        self,
+        reference: pd.DataFrame | None = None,
+        schema: Schema | None = None,
+        *,
+        encoder: TableEncoder | None = None,
+        clean: pd.DataFrame | None = None,
+    ) -> "Distance":
         """Fit on the reference table (or reuse a fitted ``encoder`` and validated ``clean`` frame)."""
         if encoder is None:
             if reference is None or schema is None:
@@ -232,10 +238,19 @@ class Fang2024Distance(Distance):
         def distance_to_key(local_rows: np.ndarray, d: np.ndarray) -> np.ndarray:
             return (d * m - n_cat) * sp[local_rows] + emin[local_rows]
 
-        return Block(key=key, margin=margin, exact=exact, key_to_distance=key_to_distance, distance_to_key=distance_to_key)
+        return Block(
+            key=key, margin=margin, exact=exact, key_to_distance=key_to_distance, distance_to_key=distance_to_key
+        )
 
     def _exact_extreme(
-        self, q: Queries, qi: np.ndarray, e: np.ndarray, delta: np.ndarray, *, smallest: bool, arg: np.ndarray | None = None
+        self,
+        q: Queries,
+        qi: np.ndarray,
+        e: np.ndarray,
+        delta: np.ndarray,
+        *,
+        smallest: bool,
+        arg: np.ndarray | None = None,
     ) -> np.ndarray:
         """Exact min (or max) over all reference rows of the numerical distance, per query row.
 
@@ -318,7 +333,9 @@ class GowerDistance(Distance):
         def distance_to_key(local_rows: np.ndarray, d: np.ndarray) -> np.ndarray:
             return d * m - n_cat
 
-        return Block(key=key, margin=margin, exact=exact, key_to_distance=key_to_distance, distance_to_key=distance_to_key)
+        return Block(
+            key=key, margin=margin, exact=exact, key_to_distance=key_to_distance, distance_to_key=distance_to_key
+        )
 
     def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
         a, t = q.num[q_idx], self.ref_.num[r_idx]

@@ -160,7 +160,9 @@ def _cached(key: tuple, table: object, make: Callable[[], object]) -> object:
 
 
 def _validated(table: pd.DataFrame, schema: Schema, name: str) -> pd.DataFrame:
-    return _cached(("table", id(table), schema, name), table, lambda: validate_table(table, schema, name=name, nan="match"))  # type: ignore[return-value]
+    return _cached(
+        ("table", id(table), schema, name), table, lambda: validate_table(table, schema, name=name, nan="match")
+    )  # type: ignore[return-value]
 
 
 def _check_complete(clean: pd.DataFrame, schema: Schema, name: str) -> None:
