@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
+import numpy as np
 import pandas as pd
 
 from tabmem.data.schema import Schema
@@ -33,6 +34,17 @@ class ParseResult:
     table: pd.DataFrame
     n_invalid: int
     invalid_reasons: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_rows(
+        cls, rows: list[list], index: list[int], reasons: list[str], columns: Sequence[str], numerical: Sequence[str]
+    ) -> ParseResult:
+        """Assemble the parsed rows (numerical columns float64, the others object) and the failures."""
+        table = pd.DataFrame(rows, columns=list(columns), index=pd.Index(index, dtype=np.int64))
+        num = set(numerical)
+        for c in table.columns:
+            table[c] = table[c].astype(np.float64 if c in num else object)
+        return cls(table=table, n_invalid=len(reasons), invalid_reasons=reasons)
 
 
 class RowSerializer:

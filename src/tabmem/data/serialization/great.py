@@ -179,9 +179,4 @@ class GReaTSerializer(RowSerializer):
                 continue
             rows.append(row)
             index.append(i)
-        table = pd.DataFrame(rows, columns=list(self.columns_), index=pd.Index(index, dtype=np.int64))
-        for c in self.decimals_:
-            table[c] = table[c].astype(np.float64)
-        for c in self.categories_:
-            table[c] = table[c].astype(object)
-        return ParseResult(table=table, n_invalid=len(reasons), invalid_reasons=reasons)
+        return ParseResult.from_rows(rows, index, reasons, self.columns_, list(self.decimals_))

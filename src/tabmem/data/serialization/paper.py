@@ -107,10 +107,7 @@ class _PaperSerializer(RowSerializer):
                 continue
             rows.append(row)
             index.append(i)
-        table = pd.DataFrame(rows, columns=list(self.columns_), index=pd.Index(index, dtype=np.int64))
-        for c in self.columns_:
-            table[c] = table[c].astype(np.float64 if c in self.schema_.numerical else object)
-        return ParseResult(table=table, n_invalid=len(reasons), invalid_reasons=reasons)
+        return ParseResult.from_rows(rows, index, reasons, self.columns_, self.schema_.numerical)
 
 
 def _maybe_number(value: str) -> object:
