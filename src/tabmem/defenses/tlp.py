@@ -73,10 +73,13 @@ class TendencyLogitsProcessor(_Base):  # type: ignore[misc,valid-type]
         lo = work.masked_fill(masked, float("inf")).amin(dim=dims, keepdim=True)
         hi = work.amax(dim=dims, keepdim=True)  # masked logits are -inf, so this is the finite max
         span = hi - lo
-        # u = ((z - m) / (M - m)) ** (1/t) * (M - m) + m, in place in one buffer. Where the warp is
-        # undefined u is NaN: constant rows (0/0), rows without finite logits, rows holding +inf or
-        # NaN (never produced by a model); those rows, and the masked entries, keep their value.
-        u = work - lo
-        u.div_(span).pow_(1.0 / self.tendency).mul_(span).add_(lo)
-        out = torch.where(masked | torch.isnan(u), work, u)
+        # Rows where the warp is undefined (constant rows, rows without finite logits, rows holding
+        # +inf or NaN, never produced by a model) get the identity (exponent 1, lo 0, span 1): only
+        # [rows, 1]-sized tensors are patched, so the full-size work is 6 fused-able passes.
+        ok = torch.isfinite(span) & (span > 0)
+        lo = torch.where(ok, lo, torch.zeros_like(lo))
+        span = torch.where(ok, span, torch.ones_like(span))
+        exponent = torch.where(ok, torch.full_like(span, 1.0 / self.tendency), torch.ones_like(span))
+        # u = ((z - m) / (M - m)) ** (1/t) * (M - m) + m; masked entries are restored to -inf
+        out = (work - lo).div_(span).pow_(exponent).mul_(span).add_(lo).masked_fill_(masked, float("-inf"))
         return out.to(scores.dtype)
