@@ -18,7 +18,7 @@ from typing import ClassVar, TypeVar
 import numpy as np
 import pandas as pd
 
-from tabmem.data.schema import Schema
+from tabmem.data.schema import NA_CATEGORY, Schema
 from tabmem.errors import TabmemError
 
 
@@ -45,6 +45,37 @@ class ParseResult:
         for c in table.columns:
             table[c] = table[c].astype(np.float64 if c in num else object)
         return cls(table=table, n_invalid=len(reasons), invalid_reasons=reasons)
+
+
+def parse_cell(
+    column: str,
+    cell: str,
+    *,
+    numerical: bool,
+    nan_token: str,
+    categories: set[str] | frozenset[str],
+    literal: bool = False,
+) -> tuple[object, str | None]:
+    """One written cell back to a value: ``(value, None)``, or ``(None, reason)`` when it is invalid.
+
+    Numerical cells must be finite numbers (``nan_token`` is a missing value); categorical cells
+    must be categories seen when fitting (``nan_token`` is ``"<NA>"`` unless ``literal``, i.e.
+    escaped in the text).
+    """
+    if numerical:
+        if cell == nan_token:
+            return np.nan, None
+        try:
+            value = float(cell)
+        except ValueError:
+            return None, f"column {column!r}: {cell[:40]!r} is not a number"
+        if not np.isfinite(value):
+            return None, f"column {column!r}: {cell[:40]!r} is not finite"
+        return value, None
+    token = NA_CATEGORY if (cell == nan_token and not literal) else cell
+    if token not in categories:
+        return None, f"column {column!r}: category {cell[:40]!r} was not seen when fitting"
+    return token, None
 
 
 class RowSerializer:

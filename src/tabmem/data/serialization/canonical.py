@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem.data.schema import NA_CATEGORY, Schema, validate_table
-from tabmem.data.serialization.base import ParseResult, RowSerializer, register_serializer
+from tabmem.data.serialization.base import ParseResult, RowSerializer, parse_cell, register_serializer
 from tabmem.errors import TabmemError
 
 
@@ -180,25 +180,13 @@ class CanonicalSerializer(RowSerializer):
             row: list[object] = []
             problem = None
             for c, cell, esc in zip(self.columns_, cells, escaped):
-                if c in self.decimals_:
-                    if cell == self.nan_token:
-                        row.append(np.nan)
-                        continue
-                    try:
-                        value = float(cell)
-                    except ValueError:
-                        problem = f"column {c!r}: {cell[:40]!r} is not a number"
-                        break
-                    if not np.isfinite(value):
-                        problem = f"column {c!r}: {cell[:40]!r} is not finite"
-                        break
-                    row.append(value)
-                else:
-                    token = NA_CATEGORY if (cell == self.nan_token and not esc) else cell
-                    if token not in self.categories_[c]:
-                        problem = f"column {c!r}: category {cell[:40]!r} was not seen when fitting"
-                        break
-                    row.append(token)
+                value, problem = parse_cell(
+                    c, cell, numerical=c in self.decimals_, nan_token=self.nan_token,
+                    categories=self.categories_.get(c, frozenset()), literal=esc,
+                )  # fmt: skip
+                if problem:
+                    break
+                row.append(value)
             if problem:
                 reasons.append(f"text {i}: {problem}")
                 continue
