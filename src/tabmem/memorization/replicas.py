@@ -12,7 +12,6 @@ there) and then scores any number of synthetic tables, e.g. at every training ep
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -247,7 +246,3 @@ class ReplicaDetector:
         if holdout is not None:
             hold = self.score(holdout, nan=nan, unseen=unseen, extra=extra, name="holdout", progress=progress)
         return ReplicaResult(table, self.n_train_, float(self.threshold), self.distance, hold)
-
-
-def default_n_jobs() -> int:
-    return os.cpu_count() or 1
