@@ -25,6 +25,7 @@ from tabmem.data.datasets import (
     load_table_with_schema,
     register_dataset,
 )
+from tabmem.data.io import EXACT_FLOATS
 from tabmem.data.schema import validate_table
 from tabmem.errors import DataUnavailableError, SchemaError, TabmemError
 
@@ -174,7 +175,7 @@ def test_casp_and_diabetes_splits_match_sklearn(shared_data_dir, loaded):
     from sklearn.datasets import load_diabetes
     from sklearn.model_selection import train_test_split
 
-    casp = pd.read_csv(shared_data_dir / "casp/CASP.csv", float_precision="round_trip")
+    casp = pd.read_csv(shared_data_dir / "casp/CASP.csv", **EXACT_FLOATS)
     tr, te = train_test_split(np.arange(len(casp)), train_size=0.8, random_state=42)
     np.testing.assert_array_equal(loaded["casp"].source_rows["train"], tr)
     np.testing.assert_array_equal(loaded["casp"].test.to_numpy(), casp.to_numpy()[te])

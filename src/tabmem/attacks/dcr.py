@@ -1,7 +1,7 @@
 """DCR: distance to the closest synthetic record (GAN-Leaks, Chen et al. CCS 2020; TAPAS ``ClosestDistanceMIA``).
 
 ``score(x) = -min_{s in S} d(x, s)`` with any distance of the core registry
-(:mod:`tabmem.memorization.distances`), fitted on the synthetic table. The default ``l2`` is the
+(:mod:`tabmem.neighbors.distances`), fitted on the synthetic table. The default ``l2`` is the
 LevAtt paper's baseline: Euclidean distance after standardising numericals with the synthetic
 table's mean and (population) standard deviation, i.e. scikit-learn's ``StandardScaler`` fitted
 on the synthetic data; categoricals are one-hot / sqrt(2) (a mismatch adds 1 to d^2) where the
@@ -17,8 +17,8 @@ from tabmem.attacks._features import fit_encoder, validate_targets
 from tabmem.attacks.base import Attack, register_attack
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.memorization.distances import DISTANCES, get_distance
 from tabmem.neighbors.blocked import kneighbors
+from tabmem.neighbors.distances import DISTANCES, get_distance
 
 
 def fit_distance(name: str, synthetic: pd.DataFrame, schema: Schema, nan: str):

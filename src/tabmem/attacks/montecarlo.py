@@ -11,7 +11,7 @@ of the target. ``eps`` by
 * a number: a fixed radius.
 
 Counting is exact: a BLAS block gives approximate keys with an error bound from the core
-distance (:mod:`tabmem.memorization.distances`); only pairs within that bound of ``eps`` are
+distance (:mod:`tabmem.neighbors.distances`); only pairs within that bound of ``eps`` are
 recomputed exactly. Memory is bounded by the block size.
 """
 
@@ -25,8 +25,8 @@ from tabmem.attacks.base import Attack, register_attack
 from tabmem.attacks.dcr import fit_distance
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.memorization.distances import Distance, Queries
 from tabmem.neighbors.blocked import block_rows_for, kneighbors
+from tabmem.neighbors.distances import Distance, Queries
 
 
 @register_attack("mc")

@@ -16,8 +16,8 @@ from tabmem.data.datasets import load_dataset, load_table_with_schema
 from tabmem.data.io import read_table
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.memorization.distances import DISTANCES
 from tabmem.memorization.replicas import ReplicaDetector, ReplicaResult
+from tabmem.neighbors.distances import DISTANCES
 
 PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
 

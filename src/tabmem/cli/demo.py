@@ -105,7 +105,7 @@ def demo(out, distance, epochs, no_generator, no_quality, seed) -> None:
         import torch
 
         from tabmem.data.io import read_table
-        from tabmem.generators import demo_train
+        from tabmem.experiments import demo_train
 
         gen_dir = out_dir / "tabddpm"
         threads = torch.get_num_threads()

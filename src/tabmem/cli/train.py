@@ -1,6 +1,6 @@
 """``tabmem train``: train a registered generator with checkpoints and per-record memorization tracking.
 
-A thin shell over :func:`tabmem.generators.train_to_dir` (see there for the output layout:
+A thin shell over :func:`tabmem.experiments.train_to_dir` (see there for the output layout:
 model.pt, checkpoint.pt, synthetic.csv, tracking/, summary.json, dynamics.json). Nothing here
 prints or logs raw training records.
 """
@@ -185,7 +185,7 @@ def train(
     preset_name = None if preset.lower() == "none" else preset
     if model == "tabddpm" and preset_name == "paper" and dataset == "adult" and "weight_decay" not in p:
         p["weight_decay"] = 5e-4  # the papers' Adult setting (brief §4.1)
-    from tabmem.generators._run import train_to_dir
+    from tabmem.experiments.training import train_to_dir
 
     summary = train_to_dir(
         train_df,

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tabmem.data.io import read_table
+from tabmem.data.io import EXACT_FLOATS, read_table
 from tabmem.data.schema import Schema, Task
 from tabmem.errors import DataUnavailableError, TabmemError
 
@@ -682,7 +682,7 @@ def _read_csv(path: Path, **kwargs) -> pd.DataFrame:
     try:
         if set(kwargs) <= _PYARROW_OPTIONS:
             return pd.read_csv(path, engine="pyarrow", **kwargs)
-        return pd.read_csv(path, float_precision="round_trip", **kwargs)
+        return pd.read_csv(path, **EXACT_FLOATS, **kwargs)
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
         raise TabmemError(
             f"{path}: could not be parsed ({exc}); the file is corrupted (load with verify=True)"

@@ -4,13 +4,22 @@
   exactly what a new generator implements.
 * Registry: ``@register_generator(name)``, :func:`get_generator` (``"tabddpm"``, ``"tvae"``,
   ``"ctgan"``, ``"llm"`` are imported lazily), :data:`GENERATORS`, :func:`load_generator`.
-* Callbacks (``callbacks.py``): :class:`Callback`, :class:`CheckpointCallback`,
-  :class:`EarlyStopping`, :class:`LambdaCallback`; the per-record memorization tracker is
-  :class:`tabmem.memorization.tracker.MemorizationTracker`.
+* Callbacks live in :mod:`tabmem.callbacks` (re-exported here): :class:`Callback`,
+  :class:`CheckpointCallback`, :class:`EarlyStopping`, :class:`LambdaCallback`; the per-record
+  memorization tracker is :class:`tabmem.memorization.tracker.MemorizationTracker`.
+* Training into a run directory (``tabmem train``) is :func:`tabmem.experiments.train_to_dir`.
 """
 
 from __future__ import annotations
 
+from tabmem.callbacks import (
+    Callback,
+    CallbackProtocol,
+    CheckpointCallback,
+    EarlyStopping,
+    History,
+    LambdaCallback,
+)
 from tabmem.generators.base import (
     GENERATORS,
     TabularGenerator,
@@ -19,14 +28,6 @@ from tabmem.generators.base import (
     load_generator,
     register_generator,
     resolve_device,
-)
-from tabmem.generators.callbacks import (
-    Callback,
-    CallbackProtocol,
-    CheckpointCallback,
-    EarlyStopping,
-    History,
-    LambdaCallback,
 )
 
 __all__ = [
@@ -43,14 +44,4 @@ __all__ = [
     "EarlyStopping",
     "History",
     "LambdaCallback",
-    "demo_train",
-    "train_to_dir",
 ]
-
-
-def __getattr__(name: str):  # lazy: demo_train pulls in the tracker and TabDDPM
-    if name in ("demo_train", "train_to_dir"):
-        from tabmem.generators import _run
-
-        return getattr(_run, name)
-    raise AttributeError(name)

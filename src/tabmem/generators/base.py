@@ -68,10 +68,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from tabmem.callbacks import CallbackProtocol
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NA_CATEGORY, Schema, validate_table
 from tabmem.errors import TabmemError
-from tabmem.generators.callbacks import CallbackProtocol
 
 try:  # torch is an optional extra; give a clear message when missing
     import torch
@@ -361,7 +361,7 @@ class TabularGenerator:
         be reproduced. ``resume_from`` is a checkpoint written by this generator class on the same
         training table: training continues at the next epoch and ends with exactly the weights of
         an uninterrupted run. ``checkpoint_every``/``checkpoint_path`` add a
-        :class:`~tabmem.generators.callbacks.CheckpointCallback`.
+        :class:`~tabmem.callbacks.CheckpointCallback`.
         """
         _require_torch()
         self._check_common_params()
@@ -380,7 +380,7 @@ class TabularGenerator:
         if checkpoint_every is not None or checkpoint_path is not None:
             if checkpoint_every is None or checkpoint_path is None:
                 raise TabmemError("fit: pass both checkpoint_every and checkpoint_path (or neither)")
-            from tabmem.generators.callbacks import CheckpointCallback
+            from tabmem.callbacks import CheckpointCallback
 
             callbacks.append(CheckpointCallback(checkpoint_every, checkpoint_path))
         callbacks = sorted(callbacks, key=lambda cb: getattr(cb, "order", 0))

@@ -30,6 +30,7 @@ import pandas as pd
 from scipy import stats
 
 from tabmem.errors import TabmemError
+from tabmem.memorization.store import load_tracking
 
 __all__ = ["TrainingDynamics", "compare_groups", "cliffs_delta"]
 
@@ -86,8 +87,6 @@ class TrainingDynamics:
     @classmethod
     def load(cls, path: str | Path) -> TrainingDynamics:
         """From a tracker directory (``MemorizationTracker(path=...)``)."""
-        from tabmem.memorization.tracker import load_tracking
-
         epochs, records, meta = load_tracking(path)
         return cls.from_records(records, epochs["epoch"].astype(int).tolist(), int(meta["n_train"]))
 

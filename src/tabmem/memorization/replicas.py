@@ -20,8 +20,8 @@ import pandas as pd
 
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy
-from tabmem.memorization.distances import Distance, get_distance
 from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET, kneighbors
+from tabmem.neighbors.distances import Distance, get_distance
 
 TRAPZ10_GRID = np.linspace(0.0, 1.0, 10)
 
@@ -158,7 +158,7 @@ class ReplicaDetector:
     ----------
     distance:
         ``"fang2024"`` (default: reproduces the papers' numbers), ``"gower"`` or ``"l2"``; see
-        :mod:`tabmem.memorization.distances`.
+        :mod:`tabmem.neighbors.distances`.
     threshold:
         A synthetic row is a replica when ``d1/d2 < threshold``.
     nan:

@@ -1,6 +1,6 @@
 """Per-record memorization measured at every tracked epoch of a real training run.
 
-:class:`MemorizationTracker` is a training callback (see :mod:`tabmem.generators.callbacks`):
+:class:`MemorizationTracker` is a training callback (see :mod:`tabmem.callbacks`):
 every ``every`` epochs it samples ``n_samples`` rows (default ``|train|``, as the papers do)
 from the model under training and scores them with the core
 :class:`~tabmem.memorization.replicas.ReplicaDetector` against the original training table.
@@ -28,35 +28,22 @@ run. No raw training values are ever written (only row positions).
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from tabmem._io import write_frame, write_json
+from tabmem.callbacks import Callback
+from tabmem.callbacks import TrainingRun as TabularGenerator
 from tabmem.errors import TabmemError
-from tabmem.generators.callbacks import Callback
+from tabmem.memorization.dynamics import TrainingDynamics
 from tabmem.memorization.replicas import ReplicaDetector, ReplicaResult
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tabmem.generators.base import TabularGenerator
+from tabmem.memorization.store import EPOCH_COLUMNS, concat_records, load_tracking
 
 __all__ = ["MemorizationTracker", "load_tracking", "EPOCH_COLUMNS"]
-
-EPOCH_COLUMNS = [
-    "epoch",
-    "n_samples",
-    "memorization_rate",
-    "mem_auc",
-    "mem_auc_trapz10",
-    "n_replicas",
-    "n_records_memorized",
-    "sample_seconds",
-    "score_seconds",
-    "tracker_seconds",
-]
 
 
 class MemorizationTracker(Callback):
@@ -178,7 +165,7 @@ class MemorizationTracker(Callback):
         }
         self._records[int(epoch)] = records
         if self.path is not None:
-            _atomic_parquet(records, self.path / "records" / f"epoch={epoch:06d}.parquet")
+            write_frame(self.path / "records" / f"epoch={epoch:06d}.parquet", records)
         row["tracker_seconds"] = time.perf_counter() - t2
         self.epochs_.append(row)
         if self.path is not None:
@@ -204,8 +191,8 @@ class MemorizationTracker(Callback):
             "distance": self.distance,
             "threshold": self.threshold,
             "random_state": self.random_state,
-            "holdout_memorization_rate": _json_float(self.holdout_memorization_rate_),
-            "holdout_mem_auc": _json_float(self.holdout_mem_auc_),
+            "holdout_memorization_rate": self.holdout_memorization_rate_,
+            "holdout_mem_auc": self.holdout_mem_auc_,
         }
         meta_path = self.path / "tracker.json"
         if start > 0 and meta_path.is_file():
@@ -214,7 +201,7 @@ class MemorizationTracker(Callback):
                 raise TabmemError(
                     f"MemorizationTracker: {str(self.path)!r} tracks a table of {old.get('n_train')} rows, not {self.n_train_}"
                 )
-        _atomic_text(json.dumps(meta, indent=2), meta_path)
+        write_json(meta_path, meta)
         # a fresh fit starts over; a resumed fit keeps epochs <= start and drops later ones
         keep: dict[int, pd.DataFrame] = {}
         for f in sorted(rec_dir.glob("epoch=*.parquet")):
@@ -239,7 +226,7 @@ class MemorizationTracker(Callback):
     def _write_epochs(self) -> None:
         assert self.path is not None
         frame = pd.DataFrame(self.epochs_, columns=EPOCH_COLUMNS)
-        _atomic_text(frame.to_csv(index=False), self.path / "epochs.csv")
+        write_frame(self.path / "epochs.csv", frame)
 
     # -------------------------------------------------------------- results
     @property
@@ -250,50 +237,8 @@ class MemorizationTracker(Callback):
     @property
     def records_(self) -> pd.DataFrame:
         """Long table of the non-zero entries: epoch, train_row, replica_count, mem_auc."""
-        return _concat_records(self._records)
+        return concat_records(self._records)
 
-    def dynamics(self):
+    def dynamics(self) -> TrainingDynamics:
         """A :class:`~tabmem.memorization.dynamics.TrainingDynamics` over what was tracked."""
-        from tabmem.memorization.dynamics import TrainingDynamics
-
         return TrainingDynamics.from_records(self.records_, [e["epoch"] for e in self.epochs_], self.n_train_)
-
-
-def load_tracking(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Read a tracker directory: (epochs table, long records table, tracker.json settings)."""
-    p = Path(path)
-    meta_path = p / "tracker.json"
-    if not meta_path.is_file():
-        raise TabmemError(f"{str(p)!r} holds no memorization tracking (tracker.json missing)")
-    meta = json.loads(meta_path.read_text())
-    epochs = pd.read_csv(p / "epochs.csv") if (p / "epochs.csv").is_file() else pd.DataFrame(columns=EPOCH_COLUMNS)
-    recs = {int(f.stem.split("=")[1]): pd.read_parquet(f) for f in sorted((p / "records").glob("epoch=*.parquet"))}
-    tracked = set(epochs["epoch"].astype(int)) if len(epochs) else set()
-    recs = {e: r for e, r in recs.items() if e in tracked}
-    return epochs, _concat_records(recs), meta
-
-
-def _concat_records(recs: dict[int, pd.DataFrame]) -> pd.DataFrame:
-    cols = ["epoch", "train_row", "replica_count", "mem_auc"]
-    if not recs:
-        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in zip(cols, ["int64", "int64", "int32", "float64"])})
-    frames = [r.assign(epoch=np.int64(e))[cols] for e, r in sorted(recs.items())]
-    return pd.concat(frames, ignore_index=True)
-
-
-def _json_float(v: float) -> float | None:
-    return None if v is None or not np.isfinite(v) else float(v)
-
-
-def _atomic_parquet(frame: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
-
-
-def _atomic_text(text: str, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)

@@ -30,10 +30,10 @@ from sklearn.neighbors import NearestNeighbors
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.memorization.distances import L2Distance, Queries
 from tabmem.metrics._encode import features
 from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
 from tabmem.neighbors.blocked import kneighbors
+from tabmem.neighbors.distances import L2Distance, Queries
 
 N_ALPHAS = 30
 

@@ -27,9 +27,9 @@ from scipy.linalg.blas import sgemm
 
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.memorization.distances import EPS32, Block, Distance, Queries
 from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
 from tabmem.neighbors.blocked import kneighbors
+from tabmem.neighbors.distances import EPS32, Block, Distance, Queries
 
 
 class TabSynL1Distance(Distance):

@@ -4,7 +4,7 @@ Never approximate, never subsample the reference side: a missed neighbour under-
 privacy risk (SDMetrics#934). The search
 
 1. evaluates a block of queries against every reference row with BLAS (see
-   :mod:`tabmem.memorization.distances`), giving a key matrix and a per-row error bound;
+   :mod:`tabmem.neighbors.distances`), giving a key matrix and a per-row error bound;
 2. takes the approximate ``k + 1`` smallest keys per row (repeated ``argmin``, which is linear
    and keeps numpy's lowest-index rule);
 3. recomputes those candidates exactly in float64 and orders them by (distance, index);
@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from tabmem.memorization.distances import Distance, Queries
+from tabmem.neighbors.distances import Distance, Queries
 
 DEFAULT_MEMORY_BUDGET = 1 << 30  # bytes of working memory for all workers together
 BYTES_PER_CELL = 24  # key (<= 8) + match counts (4) + temporaries, per query x reference cell

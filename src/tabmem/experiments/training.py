@@ -26,9 +26,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabmem._io import write_frame, write_json
+from tabmem.callbacks import Callback
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.generators.callbacks import Callback
+from tabmem.generators import get_generator
+from tabmem.memorization.replicas import ReplicaDetector
+from tabmem.memorization.tracker import MemorizationTracker
 
 CONFIG_KEYS = (
     "model",
@@ -120,10 +124,6 @@ def train_to_dir(
     (real rows not trained on) gives the baseline memorization rate. With ``resume=True`` the run
     continues from ``out_dir/checkpoint.pt`` and must use the same settings.
     """
-    from tabmem.generators.base import get_generator
-    from tabmem.memorization.replicas import ReplicaDetector
-    from tabmem.memorization.tracker import MemorizationTracker
-
     out = Path(out_dir)
     params = dict(params or {})
     gen = get_generator(model, preset=preset, **params)
@@ -159,7 +159,7 @@ def train_to_dir(
             f"{str(out)!r} already holds a training run: pass --resume to continue it or choose another --out"
         )
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(config, indent=2, default=str))
+    write_json(out / "config.json", config)
 
     callbacks: list[Any] = []
     tracker = None
@@ -186,7 +186,7 @@ def train_to_dir(
     )
     train_seconds = time.perf_counter() - t0
     gen.save(out / "model.pt")
-    pd.DataFrame(gen.history_).to_csv(out / "history.csv", index=False)
+    write_frame(out / "history.csv", pd.DataFrame(gen.history_))
 
     # |train| rows from the final model (reuse the tracker's sample of the final epoch when it has one)
     if (
@@ -200,7 +200,7 @@ def train_to_dir(
         synthetic = gen.sample(len(train), random_state=int(np.random.SeedSequence([seed, 99]).generate_state(1)[0]))
         det = tracker.detector_ if tracker is not None else ReplicaDetector(distance).fit(train, schema)
         result = det.score(synthetic)
-    synthetic.to_csv(out / "synthetic.csv", index=False)
+    write_frame(out / "synthetic.csv", synthetic)
     summary = {k: v for k, v in result.summary().items() if k != "heavy_tail"}
     summary.update(
         model=model,
@@ -222,25 +222,11 @@ def train_to_dir(
     if tracker is not None and tracker.epochs_:
         dyn = tracker.dynamics()
         comparison = dyn.compare(q=q, final_counts=result.record_counts)
-        (out / "dynamics.json").write_text(json.dumps(_jsonable(comparison), indent=2))
-        dyn.trajectories(q=q, final_counts=result.record_counts).to_csv(out / "trajectories.csv", index=False)
+        write_json(out / "dynamics.json", comparison)
+        write_frame(out / "trajectories.csv", dyn.trajectories(q=q, final_counts=result.record_counts))
         summary["dynamics_findings"] = comparison["findings"]
-    (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2))
+    write_json(out / "summary.json", summary)
     return summary
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return None if not np.isfinite(obj) else float(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj
 
 
 def demo_train(
