@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from tabmem.errors import TabmemError
+from tabmem.errors import ParameterError
 
 __all__ = [
     "available_cpus",
@@ -41,12 +41,12 @@ def _is_int(value: Any) -> bool:
 def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
     """``value`` as an ``int`` within ``[low, high]`` (either bound may be ``None``)."""
     if not _is_int(value):
-        raise TabmemError(f"{name} must be an integer, got {value!r}")
+        raise ParameterError(f"{name} must be an integer, got {value!r}")
     v = int(value)
     if (low is not None and v < low) or (high is not None and v > high):
         lo = "-inf" if low is None else low
         hi = "inf" if high is None else high
-        raise TabmemError(f"{name} must be in [{lo}, {hi}], got {value!r}")
+        raise ParameterError(f"{name} must be in [{lo}, {hi}], got {value!r}")
     return v
 
 
@@ -56,7 +56,7 @@ def check_positive_int(name: str, value: Any, *, allow_none: bool = False) -> in
         return None
     if not _is_int(value) or value <= 0:
         extra = " or None" if allow_none else ""
-        raise TabmemError(f"{name} must be a positive integer{extra}, got {value!r}")
+        raise ParameterError(f"{name} must be a positive integer{extra}, got {value!r}")
     return int(value)
 
 
@@ -71,10 +71,10 @@ def check_number(
 ) -> float:
     """A finite real number within the given bounds (open or closed at each end)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TabmemError(f"{name} must be a number, got {value!r}")
+        raise ParameterError(f"{name} must be a number, got {value!r}")
     v = float(value)
     if not math.isfinite(v):
-        raise TabmemError(f"{name} must be finite, got {value!r}")
+        raise ParameterError(f"{name} must be finite, got {value!r}")
     bad_low = low is not None and (v <= low if low_open else v < low)
     bad_high = high is not None and (v >= high if high_open else v > high)
     if bad_low or bad_high:
@@ -82,7 +82,7 @@ def check_number(
         right = ")" if high_open else "]"
         lo = "-inf" if low is None else f"{low:g}"
         hi = "inf" if high is None else f"{high:g}"
-        raise TabmemError(f"{name} must be in {left}{lo}, {hi}{right}, got {value!r}")
+        raise ParameterError(f"{name} must be in {left}{lo}, {hi}{right}, got {value!r}")
     return v
 
 
@@ -94,7 +94,7 @@ def check_fraction(name: str, value: Any, *, allow_zero: bool = False, allow_one
 def check_choice(name: str, value: Any, choices: tuple[str, ...] | list[str]) -> str:
     """One of ``choices``."""
     if value not in choices:
-        raise TabmemError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        raise ParameterError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     return value
 
 
@@ -103,7 +103,7 @@ def check_random_state(value: Any, name: str = "random_state") -> int | None:
     if value is None:
         return None
     if not _is_int(value) or int(value) < 0:
-        raise TabmemError(f"{name} must be a non-negative integer or None, got {value!r}")
+        raise ParameterError(f"{name} must be a non-negative integer or None, got {value!r}")
     return int(value)
 
 
@@ -134,7 +134,7 @@ def check_n_jobs(value: Any, name: str = "n_jobs") -> int | None:
     if value is None:
         return None
     if not _is_int(value) or int(value) == 0:
-        raise TabmemError(f"{name} must be a non-zero integer or None (None/-1: all available CPUs), got {value!r}")
+        raise ParameterError(f"{name} must be a non-zero integer or None (None/-1: all available CPUs), got {value!r}")
     return int(value)
 
 

@@ -20,7 +20,7 @@ import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from tabmem.errors import TabmemError
+from tabmem.errors import ParameterError, TabmemError
 
 T = TypeVar("T")
 
@@ -83,10 +83,16 @@ class Registry(Mapping[str, T], Generic[T]):
             raise TypeError(f"register {self.kind} {name!r}: {obj!r} is not a {self.base.__name__} subclass")
         existing = self._entries.get(name)
         if existing is not None and not overwrite and _qualname(existing) != _qualname(obj):
-            raise TabmemError(f"{self.kind} name {name!r} is already registered by {_qualname(existing)}")
+            raise ParameterError(f"{self.kind} name {name!r} is already registered by {_qualname(existing)}")
         if self._attribute is not None and isinstance(obj, type):
             setattr(obj, self._attribute, name)
         self._entries[name] = obj
+
+    def unregister(self, name: str) -> T:
+        """Remove and return the entry ``name`` (for plugins and tests that register temporary entries)."""
+        if name not in self._entries:
+            raise ParameterError(f"unknown {self.kind} {name!r}; nothing to unregister")
+        return self._entries.pop(name)
 
     # ------------------------------------------------------------------ lookup
     def get(self, name: str, default: Any = None) -> T:  # type: ignore[override]
@@ -103,7 +109,7 @@ class Registry(Mapping[str, T], Generic[T]):
             raise TabmemError(
                 f"{self.kind} {name!r} needs the optional dependency {self._missing[name]!r}: pip install 'tabmem[all]'"
             )
-        raise TabmemError(f"unknown {self.kind} {name!r}; available: {', '.join(self.names()) or 'none'}")
+        raise ParameterError(f"unknown {self.kind} {name!r}; available: {', '.join(self.names()) or 'none'}")
 
     def create(self, name: str, /, **params: Any) -> Any:
         """A new instance of the class registered as ``name``; bad arguments raise :class:`TabmemError`."""
@@ -111,7 +117,7 @@ class Registry(Mapping[str, T], Generic[T]):
         try:
             return cls(**params)  # type: ignore[operator]
         except TypeError as exc:
-            raise TabmemError(f"{self.kind} {name!r}: bad argument ({exc})") from None
+            raise ParameterError(f"{self.kind} {name!r}: bad argument ({exc})") from None
 
     def names(self) -> list[str]:
         """Sorted names of every entry that can be used in this installation."""

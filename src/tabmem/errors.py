@@ -26,3 +26,11 @@ class SchemaError(TabmemError, ValueError):
 
 class DataUnavailableError(TabmemError, OSError):
     """A dataset is neither in the data directory nor downloadable (for example offline)."""
+
+
+class ParameterError(TabmemError, ValueError):
+    """An argument or option is outside its valid range, or names an unknown component."""
+
+
+class NotFittedError(TabmemError, RuntimeError):
+    """A method that needs a fitted object was called before ``fit``."""

@@ -54,7 +54,7 @@ def test_register_custom_and_conflict():
         with pytest.raises(NotImplementedError, match="write-only"):
             Upper().parse(["x"])
     finally:
-        SERIALIZERS.pop("_test_upper")
+        SERIALIZERS.unregister("_test_upper")
 
 
 def test_unfitted_raises(table):
@@ -196,4 +196,6 @@ def test_canonical_round_trip_property(rows):
         res.table["f"].to_numpy(), np.round(df["f"].to_numpy(), d), rtol=0, atol=10.0**-d / 2 + 1e-6
     )
     # identical rows give identical strings, different strings come from different rows
-    assert len(set(texts)) == len(set(map(tuple, df.assign(f=np.round(df["f"], d) + 0.0).astype(str).to_numpy().tolist())))
+    assert len(set(texts)) == len(
+        set(map(tuple, df.assign(f=np.round(df["f"], d) + 0.0).astype(str).to_numpy().tolist()))
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tabmem.data.encoding import TableEncoder
-from tabmem.data.schema import Schema
+from tabmem.data.schema import Schema, ValidatedTable, validate
 from tabmem.errors import TabmemError
 
 NAN_POLICIES = ("error", "match")
@@ -16,22 +16,17 @@ def check_nan(nan: str) -> None:
         raise TabmemError(f"nan must be one of {NAN_POLICIES}, got {nan!r}")
 
 
-def fit_encoder(synthetic: pd.DataFrame, schema: Schema, nan: str) -> tuple[TableEncoder, pd.DataFrame]:
+def fit_encoder(
+    synthetic: pd.DataFrame | ValidatedTable, schema: Schema, nan: str
+) -> tuple[TableEncoder, pd.DataFrame]:
     """Encoder fitted on the synthetic table (the attacker's knowledge) and the validated table."""
     check_nan(nan)
-    enc = TableEncoder(schema)
-    clean = enc_validate_first(enc, synthetic, nan)
-    return enc, clean
+    checked = validate(synthetic, schema, name="synthetic", nan=nan, extra="ignore")  # type: ignore[arg-type]
+    return TableEncoder(schema).fit(checked, nan="match"), checked.data
 
 
-def enc_validate_first(enc: TableEncoder, synthetic: pd.DataFrame, nan: str) -> pd.DataFrame:
-    from tabmem.data.schema import validate_table
-
-    clean = validate_table(synthetic, enc.schema, name="synthetic", nan=nan, extra="ignore")  # type: ignore[arg-type]
-    enc.fit(clean, nan="match")
-    return clean
-
-
-def validate_targets(enc: TableEncoder, targets: pd.DataFrame, nan: str, name: str = "targets") -> pd.DataFrame:
+def validate_targets(
+    enc: TableEncoder, targets: pd.DataFrame | ValidatedTable, nan: str, name: str = "targets"
+) -> pd.DataFrame:
     """Targets checked against the schema; categories absent from the synthetic data mismatch everything."""
     return enc.validate(targets, name=name, nan=nan, unseen="mismatch", extra="ignore")  # type: ignore[arg-type]

@@ -4,17 +4,30 @@ Every attack is a small estimator: ``fit(synthetic, schema, reference=None)`` le
 synthetic table (and, for DOMIAS, a reference table of real non-member rows), then
 ``score(targets)`` returns one float per target row, **higher = more likely a member**.
 Constructor arguments are configuration only; learned state ends in ``_``.
+
+Capabilities are class attributes, so runners never test attack names:
+
+* ``needs_reference``: ``fit`` needs real non-member rows (DOMIAS);
+* ``supports_nan``: the attack can score rows with missing numerical values (KDE attacks cannot);
+* an attack whose constructor takes ``nan`` is given the run's missing-value policy.
+
+Tables may be pandas DataFrames or :class:`~tabmem.data.schema.ValidatedTable` objects; a
+validated table is not validated again.
 """
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar, TypeVar
+import inspect
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from tabmem.data.schema import Schema
+from tabmem._registry import Registry
+from tabmem.data.schema import Schema, ValidatedTable
 from tabmem.errors import TabmemError
+
+Table = pd.DataFrame | ValidatedTable
 
 
 class Attack:
@@ -22,11 +35,17 @@ class Attack:
 
     name: ClassVar[str] = "base"
     needs_reference: ClassVar[bool] = False
+    supports_nan: ClassVar[bool] = True
 
-    def fit(self, synthetic: pd.DataFrame, schema: Schema, reference: pd.DataFrame | None = None) -> "Attack":
+    @classmethod
+    def accepts_nan_policy(cls) -> bool:
+        """Whether the constructor takes the run's missing-value policy (``nan=``)."""
+        return "nan" in inspect.signature(cls.__init__).parameters
+
+    def fit(self, synthetic: Table, schema: Schema, reference: Table | None = None) -> "Attack":
         if not isinstance(schema, Schema):
             raise TabmemError(f"{type(self).__name__}.fit: schema must be a tabmem Schema, got {type(schema).__name__}")
-        if not isinstance(synthetic, pd.DataFrame):
+        if not isinstance(synthetic, (pd.DataFrame, ValidatedTable)):
             raise TabmemError(
                 f"{type(self).__name__}.fit: synthetic must be a pandas DataFrame, got {type(synthetic).__name__}"
             )
@@ -40,21 +59,21 @@ class Attack:
         self._fit(synthetic, schema, reference)
         return self
 
-    def _fit(self, synthetic: pd.DataFrame, schema: Schema, reference: pd.DataFrame | None) -> None:
+    def _fit(self, synthetic: Table, schema: Schema, reference: Table | None) -> None:
         raise NotImplementedError
 
-    def score(self, targets: pd.DataFrame) -> np.ndarray:
+    def score(self, targets: Table) -> np.ndarray:
         """One membership score per row of ``targets`` (higher = more likely a member)."""
         if not hasattr(self, "schema_"):
             raise TabmemError(f"{type(self).__name__} is not fitted: call fit(synthetic, schema) first")
-        if not isinstance(targets, pd.DataFrame):
+        if not isinstance(targets, (pd.DataFrame, ValidatedTable)):
             raise TabmemError(f"{self.name}.score: targets must be a pandas DataFrame, got {type(targets).__name__}")
         if len(targets) == 0:
             return np.zeros(0, dtype=np.float64)
         out = np.asarray(self._score(targets), dtype=np.float64)
         return out
 
-    def _score(self, targets: pd.DataFrame) -> np.ndarray:
+    def _score(self, targets: Table) -> np.ndarray:
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -62,35 +81,20 @@ class Attack:
         return f"{type(self).__name__}({params})"
 
 
-A = TypeVar("A", bound=type[Attack])
-
 #: name -> attack class; filled by :func:`register_attack`.
-ATTACKS: dict[str, type[Attack]] = {}
-
-
-def register_attack(name: str) -> Callable[[A], A]:
-    """Class decorator adding an :class:`Attack` subclass to :data:`ATTACKS` under ``name``."""
-
-    def decorate(cls: A) -> A:
-        if not (isinstance(cls, type) and issubclass(cls, Attack)):
-            raise TypeError(f"register_attack({name!r}): {cls!r} is not an Attack subclass")
-        existing = ATTACKS.get(name)
-        if existing is not None and existing.__qualname__ != cls.__qualname__:
-            raise ValueError(f"attack name {name!r} is already registered by {existing.__qualname__}")
-        cls.name = name
-        ATTACKS[name] = cls
-        return cls
-
-    return decorate
+ATTACKS: Registry[type[Attack]] = Registry(
+    "attack",
+    base=Attack,
+    modules=(
+        "tabmem.attacks.levatt",
+        "tabmem.attacks.dcr",
+        "tabmem.attacks.montecarlo",
+        "tabmem.attacks.density",
+    ),
+)
+register_attack = ATTACKS.register
 
 
 def get_attack(name: str, **kwargs: object) -> Attack:
     """A new, unfitted attack by registry name; unknown names list the known ones."""
-    try:
-        cls = ATTACKS[name]
-    except KeyError:
-        raise TabmemError(f"unknown attack {name!r}; available: {', '.join(sorted(ATTACKS))}") from None
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:
-        raise TabmemError(f"attack {name!r}: bad argument ({exc})") from None
+    return ATTACKS.create(name, **kwargs)

@@ -16,17 +16,15 @@ import pandas as pd
 from tabmem.attacks._features import fit_encoder, validate_targets
 from tabmem.attacks.base import Attack, register_attack
 from tabmem.data.schema import Schema
-from tabmem.errors import TabmemError
 from tabmem.neighbors.blocked import kneighbors
-from tabmem.neighbors.distances import DISTANCES, get_distance
+from tabmem.neighbors.distances import get_distance
 
 
 def fit_distance(name: str, synthetic: pd.DataFrame, schema: Schema, nan: str):
     """A core distance fitted on the synthetic table, with the encoder used to validate targets."""
-    if name not in DISTANCES:
-        raise TabmemError(f"unknown distance {name!r}; choose one of {sorted(DISTANCES)}")
+    dist = get_distance(name)
     enc, clean = fit_encoder(synthetic, schema, nan)
-    dist = get_distance(name).fit(encoder=enc, clean=clean)
+    dist.fit(encoder=enc, clean=clean)
     return enc, dist
 
 

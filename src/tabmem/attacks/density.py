@@ -148,6 +148,8 @@ class _Features:
 class DensityAttack(Attack):
     """Log density of a Gaussian KDE of the synthetic rows at the target (see module docstring)."""
 
+    supports_nan = False
+
     def __init__(
         self,
         bandwidth: str | float = "silverman",

@@ -14,7 +14,7 @@ import pandas as pd
 
 from tabmem.attacks.base import ATTACKS, get_attack
 from tabmem.attacks.evaluation import MembershipResult, evaluate_membership
-from tabmem.data.schema import Schema, validate_table
+from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
 from tabmem.errors import TabmemError
 
 DEFAULT_ATTACKS: tuple[str, ...] = ("levatt", "dcr", "mc", "density", "domias")
@@ -51,12 +51,12 @@ class AttackReport:
 
 
 def run_attacks(
-    members: pd.DataFrame,
-    non_members: pd.DataFrame,
-    synthetic: pd.DataFrame,
+    members: pd.DataFrame | ValidatedTable,
+    non_members: pd.DataFrame | ValidatedTable,
+    synthetic: pd.DataFrame | ValidatedTable,
     schema: Schema,
     *,
-    reference: pd.DataFrame | None = None,
+    reference: pd.DataFrame | ValidatedTable | None = None,
     attacks: Sequence[str] = DEFAULT_ATTACKS,
     attack_params: dict[str, dict[str, Any]] | None = None,
     nan: str = "error",
@@ -81,20 +81,21 @@ def run_attacks(
     tables = {"members": members, "non-members": non_members, "synthetic": synthetic}
     if reference is not None:
         tables["reference"] = reference
-    clean = {}
-    for name, t in tables.items():
-        # raises one SchemaError per table listing missing/extra columns, non-numeric values, NaN, emptiness
-        clean[name] = validate_table(t, schema, name=name, nan="match" if nan == "match" else "error", extra=extra)  # type: ignore[arg-type]
-    m_keys = _row_keys(clean["members"])
-    n_keys = _row_keys(clean["non-members"])
+    # each table is validated once here; the attacks receive the validated tables
+    checked = {
+        name: validate(t, schema, name=name, nan="match" if nan == "match" else "error", extra=extra)  # type: ignore[arg-type]
+        for name, t in tables.items()
+    }
+    m_keys = _row_keys(checked["members"].data)
+    n_keys = _row_keys(checked["non-members"].data)
     n_overlap = int(np.isin(m_keys, n_keys).sum())
     if set(m_keys.tolist()) == set(n_keys.tolist()):
         raise TabmemError(
             "members and non-members hold exactly the same rows: membership cannot be evaluated (pass held-out rows as non-members)"
         )
-    cols = list(schema.columns)
-    targets = pd.concat([members[cols], non_members[cols]], ignore_index=True)
-    is_member = np.r_[np.ones(len(members), bool), np.zeros(len(non_members), bool)]
+    targets = concat_validated([checked["members"], checked["non-members"]], name="targets")
+    is_member = np.r_[np.ones(len(checked["members"]), bool), np.zeros(len(checked["non-members"]), bool)]
+    has_nan = any(t.has_nan for t in checked.values())
     params = attack_params or {}
     scores = pd.DataFrame({"target_row": np.arange(len(targets)), "is_member": is_member})
     results: dict[str, MembershipResult] = {}
@@ -102,19 +103,17 @@ def run_attacks(
     for name in attacks:
         kw = dict(params.get(name, {}))
         cls = ATTACKS[name]
-        if name in ("dcr", "mc"):
+        if cls.accepts_nan_policy():
             kw.setdefault("nan", nan)
         if cls.needs_reference and reference is None:
             if len(attacks) == 1:
                 raise TabmemError(f"{name} needs a reference table of real non-member rows (--reference)")
             skipped[name] = "needs a reference table (--reference)"
             continue
-        if name in ("density", "domias") and nan == "match" and any(clean[k].isna().any().any() for k in clean):
-            skipped[name] = "KDE attacks need complete rows (missing values present)"
+        if not cls.supports_nan and has_nan:
+            skipped[name] = f"{name} needs complete rows (missing values present)"
             continue
-        attack = get_attack(name, **kw).fit(
-            synthetic[cols], schema, reference=None if reference is None else reference[cols]
-        )
+        attack = get_attack(name, **kw).fit(checked["synthetic"], schema, reference=checked.get("reference"))
         s = attack.score(targets)
         scores[name] = s
         results[name] = evaluate_membership(s, is_member, n_bootstrap=n_bootstrap, random_state=random_state)

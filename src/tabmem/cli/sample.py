@@ -76,12 +76,12 @@ def sample(
     if out_path.suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise TabmemError(f"--out must end in .csv or .parquet, got {out_path.name!r}")
     gen = load_generator(model_path, device=device)
+    options = {}
     if tendency is not None:
-        if gen.name != "llm":
-            raise TabmemError(f"--tlp applies to LLM generators only; this model is {gen.name!r}")
-        table = gen.sample(n_rows, random_state=seed, batch_size=batch_size, tendency=tendency)
-    else:
-        table = gen.sample(n_rows, random_state=seed, batch_size=batch_size)
+        if "tendency" not in gen.sampling_options:
+            raise TabmemError(f"--tlp applies to generators that decode tokens (llm); this model is {gen.name!r}")
+        options["tendency"] = tendency
+    table = gen.sample(n_rows, random_state=seed, batch_size=batch_size, **options)
     if digit_modifier is not None:
         from tabmem.defenses import DigitModifier
 

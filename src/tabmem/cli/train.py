@@ -179,12 +179,12 @@ def train(
     if device is not None:
         p["device"] = device
     if backbone is not None:
-        if model != "llm":
-            raise TabmemError(f"--backbone only applies to --model llm, not {model!r}")
+        from tabmem.generators import GENERATORS
+
+        if "backbone" not in GENERATORS.get(model)._param_names():
+            raise TabmemError(f"--backbone only applies to generators built on a language model (llm), not {model!r}")
         p["backbone"] = backbone
     preset_name = None if preset.lower() == "none" else preset
-    if model == "tabddpm" and preset_name == "paper" and dataset == "adult" and "weight_decay" not in p:
-        p["weight_decay"] = 5e-4  # the papers' Adult setting (brief §4.1)
     from tabmem.experiments.training import train_to_dir
 
     summary = train_to_dir(
@@ -203,6 +203,7 @@ def train(
         resume=resume,
         progress=not quiet,
         source=source,
+        dataset=dataset,
     )
     rate = summary["memorization_rate"]
     line = (

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, canonical_categories, validate_table
+from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, canonical_categories, validate_table
 
 
 @dataclass
@@ -31,7 +31,7 @@ class TableEncoder:
 
     schema: Schema
 
-    def fit(self, train: pd.DataFrame, *, nan: NanPolicy = "match") -> "TableEncoder":
+    def fit(self, train: pd.DataFrame | ValidatedTable, *, nan: NanPolicy = "match") -> "TableEncoder":
         clean = validate_table(train, self.schema, name="training", nan="match" if nan == "drop" else nan)
         self.categories_: dict[str, np.ndarray] = {
             c: np.array(sorted(set(clean[c].tolist())), dtype=object) for c in self.schema.categorical
@@ -59,7 +59,7 @@ class TableEncoder:
 
     def validate(
         self,
-        table: pd.DataFrame,
+        table: pd.DataFrame | ValidatedTable,
         *,
         name: str = "synthetic",
         nan: NanPolicy = "error",

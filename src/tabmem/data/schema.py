@@ -237,7 +237,173 @@ def _check_unique_columns(table: pd.DataFrame, name: str) -> None:
         raise SchemaError(name, [f"duplicated column name {c!r}" for c in dupes])
 
 
+@dataclass(frozen=True, eq=False)
+class ValidatedTable:
+    """A table checked against a schema once, with the policies it was checked under.
+
+    Produced by :func:`validate`; every function below the command line that takes a table
+    also takes a ``ValidatedTable`` and then does not validate it again (only the checks that
+    a stricter policy adds, on the already clean values: a few vectorised comparisons).
+
+    ``data`` is the clean frame (schema column order; numerical float64, categorical canonical
+    strings; index = 0-based row positions in the original table, so dropped rows keep their
+    ids). ``dtypes`` are the original table's column dtypes (to give generated tables back in
+    the user's dtypes). ``categories`` are the allowed categories it was checked against
+    (``None``: not checked against any) and ``unseen`` what was done with others.
+    """
+
+    data: pd.DataFrame
+    schema: Schema
+    name: str
+    nan: NanPolicy
+    unseen: UnseenPolicy
+    categories: dict[str, frozenset[str]] | None
+    dtypes: dict[str, str]
+    has_nan: bool
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    @property
+    def index(self) -> pd.Index:
+        return self.data.index
+
+    def __repr__(self) -> str:
+        return (
+            f"ValidatedTable({self.name!r}, {len(self.data)} rows x {self.schema.n_columns} columns, nan={self.nan!r})"
+        )
+
+
+def validate(
+    table: pd.DataFrame | ValidatedTable,
+    schema: Schema,
+    *,
+    name: str = "synthetic",
+    categories: dict[str, set[str]] | None = None,
+    nan: NanPolicy = "error",
+    unseen: UnseenPolicy = "error",
+    extra: ExtraPolicy = "error",
+) -> ValidatedTable:
+    """Check ``table`` against ``schema`` once and return a :class:`ValidatedTable`.
+
+    Parameters are those of :func:`validate_table`. Given a ``ValidatedTable`` for the same
+    schema, only what the requested policies add is checked (missing values under
+    ``nan="error"``/``"drop"``, categories outside ``categories`` under ``unseen="error"``/``"drop"``)
+    and the table is returned as is when nothing changes.
+    """
+    _COUNTER[0] += 1
+    if isinstance(table, ValidatedTable):
+        if table.schema == schema:
+            return _recheck(table, categories=categories, nan=nan, unseen=unseen)
+        table = table.data  # another schema: validate its clean values afresh
+    clean = _validate_raw(table, schema, name=name, categories=categories, nan=nan, unseen=unseen, extra=extra)
+    dtypes = {str(c): str(dt) for c, dt in table.dtypes.items()}
+    num = list(schema.numerical)
+    has_nan = bool(num) and bool(np.isnan(clean[num].to_numpy(dtype=np.float64)).any())
+    cats = None if categories is None else {c: frozenset(v) for c, v in categories.items()}
+    return ValidatedTable(clean, schema, name, nan, unseen, cats, dtypes, has_nan)
+
+
+# number of validate() calls, read by the tests that prove each table is validated once
+_COUNTER = [0]
+
+
+def as_frame(table: pd.DataFrame | ValidatedTable) -> pd.DataFrame:
+    """The frame behind ``table`` (its clean data when it is a :class:`ValidatedTable`)."""
+    return table.data if isinstance(table, ValidatedTable) else table
+
+
+def concat_validated(parts: Sequence[ValidatedTable], *, name: str) -> ValidatedTable:
+    """Row-wise concatenation of tables validated against the same schema (positions renumbered).
+
+    The result carries the loosest policies of its parts, so it can be passed on without being
+    validated again.
+    """
+    if not parts:
+        raise ValueError("concat_validated needs at least one table")
+    schema = parts[0].schema
+    if any(p.schema != schema for p in parts):
+        raise ValueError("concat_validated: the tables were validated against different schemas")
+    data = pd.concat([p.data for p in parts], ignore_index=True)
+    nan: NanPolicy = "match" if any(p.nan == "match" for p in parts) else parts[0].nan
+    unseen: UnseenPolicy = "mismatch" if any(p.unseen == "mismatch" for p in parts) else parts[0].unseen
+    cats = parts[0].categories if all(p.categories == parts[0].categories for p in parts) else None
+    return ValidatedTable(data, schema, name, nan, unseen, cats, dict(parts[0].dtypes), any(p.has_nan for p in parts))
+
+
+def _recheck(
+    vt: ValidatedTable,
+    *,
+    categories: dict[str, set[str]] | None,
+    nan: NanPolicy,
+    unseen: UnseenPolicy,
+) -> ValidatedTable:
+    data, problems = vt.data, []
+    drop = np.zeros(len(data), dtype=bool)
+    if vt.has_nan and nan in ("error", "drop"):
+        for col in vt.schema.numerical:
+            miss = np.isnan(data[col].to_numpy(dtype=np.float64))
+            if miss.any():
+                if nan == "error":
+                    problems.append(_nan_problem(col, data.index.to_numpy()[miss]))
+                drop |= miss
+    if categories is not None and unseen != "mismatch":
+        for col, allowed in categories.items():
+            if col not in data.columns:
+                continue
+            if vt.categories is not None and col in vt.categories and vt.categories[col] <= set(allowed):
+                continue  # already checked against these categories or a subset of them
+            bad = ~data[col].isin(allowed).to_numpy()
+            if bad.any():
+                if unseen == "error":
+                    problems.append(_unseen_problem(col, data.index.to_numpy()[bad]))
+                drop |= bad
+    if problems:
+        raise SchemaError(vt.name, problems)
+    if not drop.any():
+        if categories is None or unseen == "mismatch":
+            return vt
+        cats = {c: frozenset(v) for c, v in categories.items()}
+        return ValidatedTable(vt.data, vt.schema, vt.name, vt.nan, unseen, cats, vt.dtypes, vt.has_nan)
+    kept = data.loc[~drop]
+    if len(kept) == 0:
+        raise SchemaError(vt.name, ["no rows left after dropping rows with missing values or unseen categories"])
+    num = list(vt.schema.numerical)
+    has_nan = bool(num) and bool(np.isnan(kept[num].to_numpy(dtype=np.float64)).any())
+    cats = vt.categories if categories is None else {c: frozenset(v) for c, v in categories.items()}
+    return ValidatedTable(kept, vt.schema, vt.name, nan, unseen, cats, vt.dtypes, has_nan)
+
+
+def _nan_problem(col: str, rows: np.ndarray) -> str:
+    return (
+        f"column {col!r} has {len(rows)} missing value(s) (first rows: {_head(rows)}); "
+        "pass nan='drop' (--nan drop) to drop those rows or nan='match' (--nan match) to compare them"
+    )
+
+
+def _unseen_problem(col: str, rows: np.ndarray) -> str:
+    return (
+        f"column {col!r} has {len(rows)} row(s) with categories never seen in training "
+        f"(first rows: {_head(rows)}); pass unseen='mismatch' (--unseen mismatch) "
+        "to treat them as different from every training value, or unseen='drop'"
+    )
+
+
 def validate_table(
+    table: pd.DataFrame | ValidatedTable,
+    schema: Schema,
+    *,
+    name: str = "synthetic",
+    categories: dict[str, set[str]] | None = None,
+    nan: NanPolicy = "error",
+    unseen: UnseenPolicy = "error",
+    extra: ExtraPolicy = "error",
+) -> pd.DataFrame:
+    """The clean frame of :func:`validate` (kept for code that wants the frame itself)."""
+    return validate(table, schema, name=name, categories=categories, nan=nan, unseen=unseen, extra=extra).data
+
+
+def _validate_raw(
     table: pd.DataFrame,
     schema: Schema,
     *,
@@ -312,10 +478,7 @@ def validate_table(
             nan_rows = np.isnan(arr)
             if nan_rows.any():
                 if nan == "error":
-                    problems.append(
-                        f"column {col!r} has {int(nan_rows.sum())} missing value(s) (first rows: {_head(np.flatnonzero(nan_rows))}); "
-                        "pass nan='drop' (--nan drop) to drop those rows or nan='match' (--nan match) to compare them"
-                    )
+                    problems.append(_nan_problem(col, np.flatnonzero(nan_rows)))
                 elif nan == "drop":
                     drop |= nan_rows
             out[col] = arr
@@ -326,11 +489,7 @@ def validate_table(
                 unseen_mask = ~pd.Series(canon, dtype=object).isin(allowed).to_numpy()
                 if unseen_mask.any():
                     if unseen == "error":
-                        problems.append(
-                            f"column {col!r} has {int(unseen_mask.sum())} row(s) with categories never seen in training "
-                            f"(first rows: {_head(np.flatnonzero(unseen_mask))}); pass unseen='mismatch' (--unseen mismatch) "
-                            "to treat them as different from every training value, or unseen='drop'"
-                        )
+                        problems.append(_unseen_problem(col, np.flatnonzero(unseen_mask)))
                     elif unseen == "drop":
                         drop |= unseen_mask
             out[col] = canon

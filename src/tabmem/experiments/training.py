@@ -117,16 +117,18 @@ def train_to_dir(
     progress: bool = False,
     source: dict[str, Any] | None = None,
     q: float = 0.10,
+    dataset: str | None = None,
 ) -> dict[str, Any]:
     """Train ``model`` on ``train`` into ``out_dir`` (layout in the module docstring); returns the summary.
 
     ``track_every = 0`` disables tracking (then ``dynamics.json`` is not written). ``holdout``
     (real rows not trained on) gives the baseline memorization rate. With ``resume=True`` the run
-    continues from ``out_dir/checkpoint.pt`` and must use the same settings.
+    continues from ``out_dir/checkpoint.pt`` and must use the same settings. ``dataset`` (a
+    registered name) selects the preset's per-dataset settings (``DATASET_PRESETS``).
     """
     out = Path(out_dir)
     params = dict(params or {})
-    gen = get_generator(model, preset=preset, **params)
+    gen = get_generator(model, preset=preset, dataset=dataset, **params)
     if checkpoint_every is None:
         checkpoint_every = track_every if track_every else max(1, int(gen.epochs) // 10)
     config = {

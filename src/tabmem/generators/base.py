@@ -68,10 +68,11 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from tabmem._registry import Registry
 from tabmem.callbacks import CallbackProtocol
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NA_CATEGORY, Schema, validate_table
-from tabmem.errors import TabmemError
+from tabmem.errors import ParameterError, TabmemError
 
 try:  # torch is an optional extra; give a clear message when missing
     import torch
@@ -92,71 +93,23 @@ __all__ = [
     "resolve_device",
 ]
 
-# name -> class, filled by @register_generator; get_generator imports the built-in modules lazily.
-GENERATORS: dict[str, type[TabularGenerator]] = {}
-_BUILTIN_MODULES: dict[str, str] = {
-    "tabddpm": "tabmem.generators.tabddpm",
-    "tvae": "tabmem.generators.tvae",
-    "ctgan": "tabmem.generators.ctgan",
-    "llm": "tabmem.generators.llm",
-}
-
 
 def _require_torch() -> None:
     if torch is None:  # pragma: no cover
         raise TabmemError("tabmem generators need torch: pip install 'tabmem[torch]' torch==2.13.0")
 
 
-def register_generator(name: str):
-    """Class decorator: register a :class:`TabularGenerator` subclass under ``name``."""
+def get_generator(
+    name: str, *, preset: str | None = None, dataset: str | None = None, **params: Any
+) -> TabularGenerator:
+    """Build the generator registered as ``name`` (optionally from a ``preset``; ``params`` override).
 
-    def deco(cls: type[TabularGenerator]) -> type[TabularGenerator]:
-        if not (isinstance(cls, type) and issubclass(cls, TabularGenerator)):
-            raise TypeError(f"register_generator({name!r}) must decorate a TabularGenerator subclass")
-        existing = GENERATORS.get(name)
-        if existing is not None and existing.__qualname__ != cls.__qualname__:
-            raise ValueError(
-                f"generator name {name!r} is already registered by {existing.__module__}.{existing.__qualname__}"
-            )
-        cls.name = name
-        GENERATORS[name] = cls
-        return cls
-
-    return deco
-
-
-def _import_builtin(name: str) -> None:
-    import importlib
-
-    module = _BUILTIN_MODULES.get(name)
-    if module is None or name in GENERATORS:
-        return
-    try:
-        importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("tabmem"):
-            return  # that generator is not part of this installation
-        raise TabmemError(
-            f"generator {name!r} needs the optional dependency {exc.name!r}: pip install 'tabmem[all]'"
-        ) from None
-
-
-def available_generators() -> list[str]:
-    """Names of all generators that can be built in this installation."""
-    for name in _BUILTIN_MODULES:
-        with contextlib.suppress(TabmemError):
-            _import_builtin(name)
-    return sorted(GENERATORS)
-
-
-def get_generator(name: str, *, preset: str | None = None, **params: Any) -> TabularGenerator:
-    """Build the generator registered as ``name`` (optionally from a ``preset``; ``params`` override)."""
+    ``dataset`` selects the preset's per-dataset settings where the papers used some (for example
+    TabDDPM ``paper`` on Adult adds weight decay 5e-4); see ``DATASET_PRESETS`` on the class.
+    """
     _require_torch()
-    _import_builtin(name)
     cls = GENERATORS.get(name)
-    if cls is None:
-        raise TabmemError(f"unknown generator {name!r}; available: {', '.join(available_generators()) or 'none'}")
-    return cls.from_preset(preset, **params) if preset is not None else cls(**params)
+    return cls.from_preset(preset, dataset=dataset, **params)
 
 
 def load_generator(path: str | Path, *, device: str | None = None) -> TabularGenerator:
@@ -218,6 +171,10 @@ class TabularGenerator:
 
     name: ClassVar[str] = "base"
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: (preset, dataset) -> settings the papers used with that preset on that dataset only
+    DATASET_PRESETS: ClassVar[dict[tuple[str, str], dict[str, Any]]] = {}
+    #: keyword arguments of :meth:`sample` beyond ``n``, ``random_state`` and ``batch_size``
+    sampling_options: ClassVar[tuple[str, ...]] = ()
     sample_batch_size: int = _DEFAULT_SAMPLE_BATCH
     # params that may differ between a checkpoint and the run resuming it
     _RESUME_MUTABLE: ClassVar[frozenset[str]] = frozenset({"epochs", "device"})
@@ -265,16 +222,20 @@ class TabularGenerator:
         return self
 
     @classmethod
-    def from_preset(cls, preset: str | None, **overrides: Any) -> TabularGenerator:
-        """Instance from a named preset (``cls.PRESETS``) with ``overrides`` applied on top."""
+    def from_preset(cls, preset: str | None, *, dataset: str | None = None, **overrides: Any) -> TabularGenerator:
+        """Instance from a named preset (``cls.PRESETS``) with ``overrides`` applied on top.
+
+        ``DATASET_PRESETS[(preset, dataset)]`` (when present) sits between the preset and the
+        overrides: settings the papers used for that preset on one dataset only.
+        """
         if preset is None:
             return cls(**overrides)
         if preset not in cls.PRESETS:
-            raise TabmemError(f"{cls.name}: unknown preset {preset!r}; available: {sorted(cls.PRESETS) or 'none'}")
-        params = {**cls.PRESETS[preset], **overrides}
+            raise ParameterError(f"{cls.name}: unknown preset {preset!r}; available: {sorted(cls.PRESETS) or 'none'}")
+        params = {**cls.PRESETS[preset], **cls.DATASET_PRESETS.get((preset, dataset or ""), {}), **overrides}
         unknown = sorted(set(params) - set(cls._param_names()))
         if unknown:
-            raise TabmemError(f"{cls.name}: unknown parameter(s) {unknown}; valid: {cls._param_names()}")
+            raise ParameterError(f"{cls.name}: unknown parameter(s) {unknown}; valid: {cls._param_names()}")
         return cls(**params)
 
     def __repr__(self) -> str:
@@ -617,10 +578,9 @@ class TabularGenerator:
         """Load a generator written by :meth:`save` or a checkpoint; ready to :meth:`sample`."""
         payload = cls._read_file(path)
         name = payload["class"]
-        _import_builtin(name)
-        target = GENERATORS.get(name)
-        if target is None:
+        if name not in GENERATORS:
             raise TabmemError(f"{str(path)!r} holds a {name!r} generator, which is not available here")
+        target = GENERATORS.get(name)
         if cls is not TabularGenerator and not issubclass(target, cls):
             raise TabmemError(f"{str(path)!r} holds a {name!r} generator, not a {cls.__name__}")
         params = dict(payload["params"])
@@ -647,6 +607,25 @@ class TabularGenerator:
             self._build(_placeholder_table(schema, self.encoder_, self.n_train_), schema)
         self._load_state_dict(payload["state"])
         self._set_rng_state(payload["rng"])
+
+
+#: name -> generator class; the built-in generators are imported when first asked for.
+GENERATORS: Registry[type[TabularGenerator]] = Registry(
+    "generator",
+    base=TabularGenerator,
+    optional={
+        "tabddpm": "tabmem.generators.tabddpm",
+        "tvae": "tabmem.generators.tvae",
+        "ctgan": "tabmem.generators.ctgan",
+        "llm": "tabmem.generators.llm",
+    },
+)
+register_generator = GENERATORS.register
+
+
+def available_generators() -> list[str]:
+    """Names of all generators that can be built in this installation."""
+    return GENERATORS.names()
 
 
 # ------------------------------------------------------------------ helpers

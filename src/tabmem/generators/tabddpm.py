@@ -70,6 +70,7 @@ class TabDDPM(TabularGenerator):
             "clip_denoised": True,
         },
     }
+    DATASET_PRESETS = {("paper", "adult"): {"weight_decay": 5e-4}}  # brief §4.1: Adult only
 
     def __init__(
         self,

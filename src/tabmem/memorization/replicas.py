@@ -18,8 +18,10 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from tabmem._checks import check_n_jobs, check_number, check_positive_int
 from tabmem.data.encoding import TableEncoder
-from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy
+from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, validate
+from tabmem.errors import NotFittedError
 from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET, kneighbors
 from tabmem.neighbors.distances import Distance, get_distance
 
@@ -185,25 +187,26 @@ class ReplicaDetector:
         self.memory_budget = memory_budget
         self.n_jobs = n_jobs
 
-    def fit(self, train: pd.DataFrame, schema: Schema | None = None) -> "ReplicaDetector":
+    def fit(self, train: pd.DataFrame | ValidatedTable, schema: Schema | None = None) -> "ReplicaDetector":
         """Learn everything that depends only on the training table (encodings, norms)."""
-        if not (0 < float(self.threshold) <= 1):
-            raise ValueError(f"threshold must be in (0, 1], got {self.threshold}")
+        check_number("threshold", self.threshold, low=0.0, high=1.0, low_open=True)
+        check_n_jobs(self.n_jobs)
+        check_positive_int("memory_budget", self.memory_budget)
         if schema is None:
-            schema = Schema.infer(train)
+            schema = train.schema if isinstance(train, ValidatedTable) else Schema.infer(train)
         self.schema_ = schema
         fit_nan: NanPolicy = "match" if self.nan in ("match", "drop") else "error"
-        self.encoder_ = TableEncoder(schema).fit(train, nan=fit_nan)
-        clean = self.encoder_.validate(train, name="training", nan=fit_nan)
-        self.distance_: Distance = get_distance(self.distance).fit(encoder=self.encoder_, clean=clean)
-        self.n_train_ = len(clean)
+        checked = validate(train, schema, name="training", nan=fit_nan)
+        self.encoder_ = TableEncoder(schema).fit(checked, nan=fit_nan)
+        self.distance_: Distance = get_distance(self.distance).fit(encoder=self.encoder_, clean=checked.data)
+        self.n_train_ = len(checked)
         return self
 
     def score(
         self,
-        synthetic: pd.DataFrame,
+        synthetic: pd.DataFrame | ValidatedTable,
         *,
-        holdout: pd.DataFrame | None = None,
+        holdout: pd.DataFrame | ValidatedTable | None = None,
         nan: NanPolicy | None = None,
         unseen: UnseenPolicy = "error",
         extra: str = "error",
@@ -216,7 +219,7 @@ class ReplicaDetector:
         reports the holdout memorization rate and the excess memorization.
         """
         if not hasattr(self, "distance_"):
-            raise RuntimeError("ReplicaDetector is not fitted: call fit(train, schema) first")
+            raise NotFittedError("ReplicaDetector is not fitted: call fit(train, schema) first")
         nan = nan or self.nan
         clean = self.encoder_.validate(synthetic, name=name, nan=nan, unseen=unseen, extra=extra)
         queries = self.distance_.prepare(clean)

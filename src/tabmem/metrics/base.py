@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 import numpy as np
 import pandas as pd
 
+from tabmem._registry import Registry
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema, validate_table
 from tabmem.errors import SchemaError, TabmemError
@@ -101,35 +102,26 @@ class Metric:
         return MetricResult(self.name, v, self.goal, self.bounds, breakdown, details)
 
 
-METRICS: dict[str, type[Metric]] = {}
+#: name -> metric class; importing :mod:`tabmem.metrics` registers the built-in ones.
+METRICS: Registry[type[Metric]] = Registry("metric", base=Metric, modules=("tabmem.metrics",))
 M = TypeVar("M", bound=type[Metric])
 
 
 def register_metric(cls: M) -> M:
     """Class decorator adding a metric to :data:`METRICS` under ``cls.name``."""
     if not cls.name:
-        raise ValueError(f"{cls.__name__} has no name")
-    if cls.name in METRICS and METRICS[cls.name] is not cls:
-        raise ValueError(f"metric name {cls.name!r} registered twice")
-    METRICS[cls.name] = cls
+        raise TabmemError(f"{cls.__name__} has no name")
+    METRICS.add(cls.name, cls)
     return cls
 
 
 def get_metric(name: str, **params: Any) -> Metric:
     """Instantiate the registered metric ``name`` with ``params``."""
-    _load_all()
-    if name not in METRICS:
-        raise TabmemError(f"unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))}")
-    return METRICS[name](**params)
+    return METRICS.create(name, **params)
 
 
 def list_metrics() -> list[str]:
-    _load_all()
-    return sorted(METRICS)
-
-
-def _load_all() -> None:
-    import tabmem.metrics  # noqa: F401  (importing the package registers every metric)
+    return METRICS.names()
 
 
 # ------------------------------------------------------------------ shared data preparation

@@ -38,8 +38,9 @@ import numpy as np
 import pandas as pd
 from scipy.linalg.blas import sgemm
 
+from tabmem._registry import Registry
 from tabmem.data.encoding import TableEncoder
-from tabmem.data.schema import Schema
+from tabmem.data.schema import Schema, ValidatedTable, validate
 
 __all__ = [
     "DISTANCES",
@@ -58,26 +59,10 @@ __all__ = [
 EPS32 = float(np.finfo(np.float32).eps)
 EPS64 = float(np.finfo(np.float64).eps)
 
-DISTANCES: dict[str, type["Distance"]] = {}
-
-
-def register_distance(name: str) -> Callable[[type["Distance"]], type["Distance"]]:
-    """Class decorator adding a distance to the registry under ``name``."""
-
-    def wrap(cls: type[Distance]) -> type[Distance]:
-        cls.name = name
-        DISTANCES[name] = cls
-        return cls
-
-    return wrap
-
 
 def get_distance(name: str) -> "Distance":
-    """A new, unfitted distance by registry name (``ValueError`` naming the choices)."""
-    try:
-        return DISTANCES[name]()
-    except KeyError:
-        raise ValueError(f"unknown distance {name!r}; choose one of {sorted(DISTANCES)}") from None
+    """A new, unfitted distance by registry name (unknown names list the known ones)."""
+    return DISTANCES.create(name)
 
 
 @dataclass
@@ -116,7 +101,7 @@ class Distance:
 
     def fit(
         self,
-        reference: pd.DataFrame | None = None,
+        reference: pd.DataFrame | ValidatedTable | None = None,
         schema: Schema | None = None,
         *,
         encoder: TableEncoder | None = None,
@@ -126,7 +111,9 @@ class Distance:
         if encoder is None:
             if reference is None or schema is None:
                 raise ValueError("fit needs (reference, schema) or (encoder, clean)")
-            encoder = TableEncoder(schema).fit(reference, nan="match")
+            checked = validate(reference, schema, name="reference", nan="match")
+            encoder = TableEncoder(schema).fit(checked, nan="match")
+            clean = checked.data
         if clean is None:
             clean = encoder.validate(reference, name="reference", nan="match")
         self.encoder_ = encoder
@@ -181,6 +168,11 @@ class Distance:
     @property
     def n_cat_total(self) -> int:
         return self.ref_.codes.shape[1]
+
+
+#: name -> distance class; filled by :func:`register_distance`.
+DISTANCES: Registry[type[Distance]] = Registry("distance", base=Distance)
+register_distance = DISTANCES.register
 
 
 @register_distance("fang2024")

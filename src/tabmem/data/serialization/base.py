@@ -11,14 +11,15 @@ use the names (``get_serializer("canonical")``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
 import numpy as np
 import pandas as pd
 
-from tabmem.data.schema import NA_CATEGORY, Schema
+from tabmem._registry import Registry
+from tabmem.data.schema import NA_CATEGORY, Schema, ValidatedTable
 from tabmem.errors import TabmemError
 
 
@@ -92,7 +93,7 @@ class RowSerializer:
         """Learn what the format needs from the table it is fitted on (column order, precision...)."""
         if not isinstance(schema, Schema):
             raise TabmemError(f"{type(self).__name__}.fit: schema must be a tabmem Schema, got {type(schema).__name__}")
-        if not isinstance(train_df, pd.DataFrame):
+        if not isinstance(train_df, (pd.DataFrame, ValidatedTable)):
             raise TabmemError(f"{type(self).__name__}.fit: expected a pandas DataFrame, got {type(train_df).__name__}")
         self.schema_ = schema
         self._fit(train_df, schema)
@@ -121,34 +122,13 @@ class RowSerializer:
 S = TypeVar("S", bound=type[RowSerializer])
 
 #: name -> serializer class; filled by :func:`register_serializer`.
-SERIALIZERS: dict[str, type[RowSerializer]] = {}
-
-
-def register_serializer(name: str) -> Callable[[S], S]:
-    """Class decorator registering a :class:`RowSerializer` subclass under ``name``."""
-
-    def decorate(cls: S) -> S:
-        if not (isinstance(cls, type) and issubclass(cls, RowSerializer)):
-            raise TypeError(f"register_serializer({name!r}): {cls!r} is not a RowSerializer subclass")
-        existing = SERIALIZERS.get(name)
-        if existing is not None and existing.__qualname__ != cls.__qualname__:
-            raise ValueError(
-                f"serializer name {name!r} is already registered by {existing.__module__}.{existing.__qualname__}"
-            )
-        cls.name = name
-        SERIALIZERS[name] = cls
-        return cls
-
-    return decorate
+#: name -> row format; importing :mod:`tabmem.data.serialization` registers the built-in ones.
+SERIALIZERS: Registry[type[RowSerializer]] = Registry(
+    "serializer", base=RowSerializer, modules=("tabmem.data.serialization",)
+)
+register_serializer = SERIALIZERS.register
 
 
 def get_serializer(name: str, **kwargs: object) -> RowSerializer:
     """A new (unfitted) serializer registered under ``name``; unknown names list the known ones."""
-    try:
-        cls = SERIALIZERS[name]
-    except KeyError:
-        raise TabmemError(f"unknown serializer {name!r}; available: {', '.join(sorted(SERIALIZERS))}") from None
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:
-        raise TabmemError(f"serializer {name!r}: bad argument ({exc})") from None
+    return SERIALIZERS.create(name, **kwargs)

@@ -110,6 +110,7 @@ class LLMGenerator(TabularGenerator):
             from independent marginals, then private training on the real rows).
     """
 
+    sampling_options = ("conditions", "temperature", "top_k", "top_p", "tendency", "logits_processor", "constraint")
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         "tiny": {"n_layer": 2, "n_head": 2, "n_embd": 64, "epochs": 20, "batch_size": 32},
         "small": {"n_layer": 3, "n_head": 4, "n_embd": 96, "epochs": 100, "batch_size": 32, "lr": 1e-3},
