@@ -133,7 +133,7 @@ def test_train_track_resume_sample(csv, tmp_path, capsys):
 def test_user_errors(csv, tmp_path, capsys):
     path, _, _ = csv
     code, _, err = run(["train", "--out", str(tmp_path / "x")], capsys)
-    assert code == 2 and "exactly one of --dataset" in err
+    assert code == 2 and "exactly one of --train FILE or --dataset NAME" in err
     code, _, err = run(
         ["train", "--train", str(path), "--model", "nope", "--out", str(tmp_path / "y"), "--quiet"], capsys
     )

@@ -7,16 +7,11 @@ only, never a record's values.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import click
 
+from tabmem._io import write_frame, write_json
+from tabmem.cli._options import NJOBS, column_names, prepare_out_dir, read_user_table, schema_options
 from tabmem.errors import TabmemError
-
-
-def _split(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
 @click.command("attack")
@@ -33,15 +28,20 @@ def _split(value: str | None) -> list[str]:
     "--serializer", default="canonical", show_default=True, help="Row format of LevAtt (canonical, paper_sft, ...)."
 )
 @click.option("--distance", default="l2", show_default=True, help="Distance of DCR and MC (l2, gower, fang2024).")
-@click.option("--categorical", default=None, help="Comma-separated columns to treat as categorical.")
-@click.option("--numerical", default=None, help="Comma-separated columns to treat as numerical.")
+@schema_options
 @click.option(
     "--nan", type=click.Choice(["error", "match"]), default="error", show_default=True, help="Missing values."
 )
 @click.option("--ignore-extra", is_flag=True, help="Drop columns that are not in the members table.")
-@click.option("--n-bootstrap", default=200, show_default=True, type=int, help="Bootstrap resamples of the AUC CI.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
-@click.option("--n-jobs", default=2, show_default=True, type=int, help="Workers of the neighbour searches.")
+@click.option(
+    "--n-bootstrap",
+    default=200,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Bootstrap resamples of the AUC CI (0: no CI).",
+)
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the bootstrap.")
+@click.option("--n-jobs", default=2, show_default=True, type=NJOBS, help="Workers of the neighbour searches (-1: all).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
 def attack(
     members_path: str,
@@ -51,8 +51,10 @@ def attack(
     attacks: str,
     serializer: str,
     distance: str,
-    categorical: str | None,
-    numerical: str | None,
+    categorical: tuple[str, ...],
+    numerical: tuple[str, ...],
+    target: str | None,
+    encoding: str,
     nan: str,
     ignore_extra: bool,
     n_bootstrap: int,
@@ -64,18 +66,24 @@ def attack(
     from rich.console import Console
     from rich.table import Table
 
+    from tabmem.attacks import ATTACKS
     from tabmem.attacks.runner import run_attacks
-    from tabmem.data.io import read_table
     from tabmem.data.schema import Schema
 
-    names = _split(attacks)
+    names = column_names(attacks)
     if not names:
         raise TabmemError("--attacks: give at least one attack name")
-    members = read_table(members_path)
-    non_members = read_table(non_members_path)
-    synthetic = read_table(synthetic_path)
-    reference = read_table(reference_path) if reference_path else None
-    schema = Schema.infer(members, categorical=_split(categorical), numerical=_split(numerical))
+    unknown = [a for a in names if a not in ATTACKS]
+    if unknown:
+        raise TabmemError(f"--attacks: unknown attack(s) {unknown}; available: {', '.join(ATTACKS.names())}")
+    out = prepare_out_dir(out_dir)
+    members = read_user_table(members_path, encoding=encoding, option="--members")
+    non_members = read_user_table(non_members_path, encoding=encoding, option="--non-members")
+    synthetic = read_user_table(synthetic_path, encoding=encoding, option="--synthetic")
+    reference = read_user_table(reference_path, encoding=encoding, option="--reference") if reference_path else None
+    schema = Schema.infer(
+        members, categorical=column_names(categorical), numerical=column_names(numerical), target=target or None
+    )
     params = {
         "levatt": {"serializer": serializer, "n_jobs": n_jobs},
         "dcr": {"distance": distance, "n_jobs": n_jobs},
@@ -94,11 +102,9 @@ def attack(
         n_bootstrap=n_bootstrap,
         random_state=seed,
     )
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(report.summary(), indent=2))
-    report.scores.to_csv(out / "scores.csv", index=False)
-    report.risk().to_csv(out / "risk.csv", index=False)
+    write_json(out / "summary.json", report.summary())
+    write_frame(out / "scores.csv", report.scores)
+    write_frame(out / "risk.csv", report.risk())
     table = Table(title="Membership inference (higher AUC = more leakage; 0.5 = chance)")
     for col in ("attack", "AUC", "95% CI", "TPR@FPR=0", "TPR@0.001", "TPR@0.01", "TPR@0.1"):
         table.add_column(col)

@@ -2,54 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import click
-import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from tabmem.data.datasets import load_dataset, load_table_with_schema
-from tabmem.data.io import read_table
-from tabmem.data.schema import Schema
+from tabmem._io import write_frame, write_json
+from tabmem.cli._options import (
+    MEMORY_GB,
+    NJOBS,
+    load_training_table,
+    prepare_out_dir,
+    read_user_table,
+    training_table_options,
+)
 from tabmem.errors import TabmemError
 from tabmem.memorization.replicas import ReplicaDetector, ReplicaResult
 from tabmem.neighbors.distances import DISTANCES
 
 PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
-
-
-def load_training_table(
-    train: str | None,
-    dataset: str | None,
-    data_dir: str | None,
-    categorical: str | None,
-    numerical: str | None,
-    target: str | None,
-) -> tuple[pd.DataFrame, Schema, pd.DataFrame | None]:
-    """The training table and its schema from ``--train FILE`` or ``--dataset NAME``.
-
-    With ``--dataset`` the dataset's test split is returned too (a natural holdout).
-    """
-    if bool(train) == bool(dataset):
-        raise click.UsageError("give exactly one of --train FILE or --dataset NAME")
-    if dataset:
-        ds = load_dataset(dataset, data_dir=data_dir)
-        schema = ds.schema
-        if categorical or numerical or target:
-            schema = schema.with_overrides(
-                categorical=_names(categorical), numerical=_names(numerical), target=target or None
-            )
-        return ds.train, schema, ds.test
-    table, schema = load_table_with_schema(train, categorical=categorical, numerical=numerical, target=target)
-    return table, schema, None
-
-
-def _names(s: str | None) -> list[str]:
-    return [p.strip() for p in (s or "").split(",") if p.strip()]
 
 
 def run_with_progress(console: Console, total_rows: int, cells: float, fn):
@@ -103,31 +77,30 @@ def _pct(x: float) -> str:
 
 def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -> dict:
     """Write summary.json, replicas.csv and records.csv; return the summary."""
-    out.mkdir(parents=True, exist_ok=True)
     summary = result.summary()
     if extra:
         summary.update(extra)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
-    result.table.to_csv(out / "replicas.csv", index=False)
-    result.records().to_csv(out / "records.csv", index=False)
+    write_json(out / "summary.json", summary)
+    write_frame(out / "replicas.csv", result.table)
+    write_frame(out / "records.csv", result.records())
     return summary
 
 
 @click.command()
-@click.option("--train", "train", type=click.Path(dir_okay=False), help="Training table (CSV or Parquet).")
-@click.option(
-    "--dataset", help="Or a registered dataset name (its train split; its test split is the default holdout)."
-)
+@training_table_options
 @click.option("--synthetic", required=True, type=click.Path(dir_okay=False), help="Synthetic table to audit.")
 @click.option(
     "--holdout", type=click.Path(dir_okay=False), help="Real rows never trained on: the no-memorization baseline."
 )
 @click.option("--no-holdout", is_flag=True, help="With --dataset, do not score its test split as holdout.")
-@click.option("--distance", type=click.Choice(sorted(DISTANCES)), default="fang2024", show_default=True)
-@click.option("--threshold", type=float, default=1 / 3, show_default="0.3333")
-@click.option("--categorical", help="Comma-separated columns to treat as categorical.")
-@click.option("--numerical", help="Comma-separated columns to treat as numerical.")
-@click.option("--target", help="Target column.")
+@click.option("--distance", type=click.Choice(DISTANCES.names()), default="fang2024", show_default=True)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=1 / 3,
+    show_default="0.3333",
+    help="A synthetic row is a replica when d1/d2 < threshold (0 < threshold <= 1).",
+)
 @click.option(
     "--nan",
     "nan",
@@ -144,26 +117,28 @@ def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -
     help="Categories absent from training: fail, drop those rows, or count them as mismatches.",
 )
 @click.option("--ignore-extra", is_flag=True, help="Drop columns that are not in the training table.")
-@click.option("--data-dir", type=click.Path(file_okay=False), help="Dataset directory (default $TABMEM_DATA_DIR).")
 @click.option("--out", "out", type=click.Path(file_okay=False), default="tabmem-audit", show_default=True)
 @click.option("--show-records", is_flag=True, help="Print the most-replicated training records (raw values!).")
-@click.option("--n-jobs", type=int, default=None, help="Worker threads (default: all cores).")
-@click.option("--memory-gb", type=float, default=1.0, show_default=True, help="Working-memory budget of the search.")
+@click.option("--n-jobs", type=NJOBS, default=None, help="Worker threads (default: every CPU available; -1 = all).")
+@click.option(
+    "--memory-gb", type=MEMORY_GB, default=1.0, show_default=True, help="Working-memory budget of the search (GiB)."
+)
 def audit(
     train,
     dataset,
+    data_dir,
+    categorical,
+    numerical,
+    target,
+    encoding,
     synthetic,
     holdout,
     no_holdout,
     distance,
     threshold,
-    categorical,
-    numerical,
-    target,
     nan,
     unseen,
     ignore_extra,
-    data_dir,
     out,
     show_records,
     n_jobs,
@@ -171,9 +146,23 @@ def audit(
 ) -> None:
     """Find synthetic rows that replicate training rows (d1/d2 < threshold)."""
     console = Console()
-    train_df, schema, default_holdout = load_training_table(train, dataset, data_dir, categorical, numerical, target)
-    syn = read_table(synthetic)
-    hold = read_table(holdout) if holdout else (None if no_holdout else default_holdout)
+    loaded = load_training_table(
+        train=train,
+        dataset=dataset,
+        data_dir=data_dir,
+        categorical=categorical,
+        numerical=numerical,
+        target=target,
+        encoding=encoding,
+    )
+    train_df, schema = loaded.table, loaded.schema
+    out_dir = prepare_out_dir(out)
+    syn = read_user_table(synthetic, encoding=encoding, option="--synthetic")
+    hold = (
+        read_user_table(holdout, encoding=encoding, option="--holdout")
+        if holdout
+        else (None if no_holdout else loaded.test)
+    )
     if syn.shape[0] == 0:
         raise TabmemError(f"{synthetic}: the synthetic table is empty")
     detector = ReplicaDetector(distance, threshold, nan=nan, n_jobs=n_jobs, memory_budget=int(memory_gb * 2**30))
@@ -189,7 +178,6 @@ def audit(
         ),
     )
     elapsed = time.perf_counter() - t0
-    out_dir = Path(out)
     summary = write_outputs(result, out_dir, {"seconds": elapsed, "schema": schema.to_dict()})
     console.print(summary_table(summary))
     console.print(

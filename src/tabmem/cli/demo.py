@@ -13,7 +13,6 @@ Everything runs locally in a few minutes; outputs go to ``--out``.
 from __future__ import annotations
 
 import importlib.util
-import json
 import time
 from pathlib import Path
 
@@ -23,6 +22,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from tabmem._io import write_frame, write_json
+from tabmem.cli._options import prepare_out_dir
 from tabmem.cli.audit import summary_table, write_outputs
 from tabmem.data.datasets import load_dataset
 from tabmem.data.schema import Schema
@@ -94,8 +95,8 @@ def demo(out, distance, epochs, no_generator, no_quality, seed) -> None:
     rows: dict[str, dict] = {}
     console.rule("1. A leaky stand-in: noisy resample of the training rows (not a generator)")
     resample = noisy_resample(train, schema, len(train), seed=seed)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    resample.to_csv(out_dir / "resample.csv", index=False)
+    prepare_out_dir(out_dir)
+    write_frame(out_dir / "resample.csv", resample)
     rows["noisy resample"] = audit_and_quality(
         "resample", train, test, resample, schema, out_dir, console, distance, not no_quality
     )
@@ -147,7 +148,7 @@ def demo(out, distance, epochs, no_generator, no_quality, seed) -> None:
     for name, row in rows.items():
         table.add_row(name, *[_fmt(row.get(c)) for c in cols])
     console.print(table)
-    (out_dir / "demo_summary.json").write_text(json.dumps(rows, indent=2, default=float))
+    write_json(out_dir / "demo_summary.json", rows)
     console.print(
         f"[dim]Done in {time.perf_counter() - t0:.0f} s. Outputs in {out_dir}/: per table an audit/ folder "
         "(summary.json, replicas.csv, records.csv) and a quality/ folder; demo_summary.json. The holdout rate is what "

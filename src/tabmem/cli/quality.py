@@ -6,11 +6,7 @@ from pathlib import Path
 
 import click
 
-from tabmem.errors import TabmemError
-
-
-def _split(values: tuple[str, ...]) -> list[str]:
-    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+from tabmem.cli._options import NJOBS, column_names, prepare_out_dir, read_user_table, schema_options
 
 
 @click.command("quality")
@@ -25,9 +21,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
     type=click.Path(dir_okay=False),
     help="Real holdout, same size as --real (enables DCR share).",
 )
-@click.option("--target", help="Target column (enables MLE).")
-@click.option("--categorical", multiple=True, help="Columns to treat as categorical (comma-separated or repeated).")
-@click.option("--numerical", multiple=True, help="Columns to treat as numerical.")
+@schema_options
 @click.option(
     "--metrics",
     "metric_names",
@@ -52,10 +46,12 @@ def _split(values: tuple[str, ...]) -> list[str]:
     "--seed",
     default=0,
     show_default=True,
-    type=int,
+    type=click.IntRange(min=0),
     help="Random seed (MLE split, MMD subsample, C2ST folds, projections).",
 )
-@click.option("--n-jobs", default=1, show_default=True, type=int, help="Threads for XGBoost / neighbour search.")
+@click.option(
+    "--n-jobs", default=1, show_default=True, type=NJOBS, help="Threads for XGBoost / neighbour search (-1: all)."
+)
 @click.option(
     "--out",
     "out_dir",
@@ -68,9 +64,10 @@ def quality(
     synthetic_path: str,
     test_path: str | None,
     holdout_path: str | None,
-    target: str | None,
     categorical: tuple[str, ...],
     numerical: tuple[str, ...],
+    target: str | None,
+    encoding: str,
     metric_names: str | None,
     pair_filter: str,
     mle_grid: str,
@@ -87,20 +84,24 @@ def quality(
     from rich.console import Console
     from rich.table import Table
 
-    from tabmem.data.io import read_table
+    from tabmem._checks import resolve_n_jobs
     from tabmem.data.schema import Schema
     from tabmem.metrics.report import quality_report
 
-    if n_jobs < 1:
-        raise TabmemError(f"--n-jobs must be >= 1, got {n_jobs}")
-    real = read_table(real_path)
-    synthetic = read_table(synthetic_path)
-    test = read_table(test_path) if test_path else None
-    holdout = read_table(holdout_path) if holdout_path else None
+    n_jobs = resolve_n_jobs(n_jobs, "--n-jobs")
+    prepare_out_dir(out_dir)
+    real = read_user_table(real_path, encoding=encoding, option="--real")
+    synthetic = read_user_table(synthetic_path, encoding=encoding, option="--synthetic")
+    test = read_user_table(test_path, encoding=encoding, option="--test") if test_path else None
+    holdout = read_user_table(holdout_path, encoding=encoding, option="--holdout") if holdout_path else None
     schema = Schema.infer(
-        real, categorical=_split(categorical), numerical=_split(numerical), target=target, name=Path(real_path).stem
+        real,
+        categorical=column_names(categorical),
+        numerical=column_names(numerical),
+        target=target or None,
+        name=Path(real_path).stem,
     )
-    metrics = _split((metric_names,)) if metric_names else None
+    metrics = column_names(metric_names) if metric_names else None
     console = Console(stderr=True)
     with console.status("computing quality metrics") as status:
         report = quality_report(

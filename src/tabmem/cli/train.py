@@ -13,7 +13,9 @@ from typing import Any
 
 import click
 
+from tabmem.cli._options import load_training_table, prepare_out_dir, read_user_table, training_table_options
 from tabmem.errors import TabmemError
+from tabmem.neighbors.distances import DISTANCES
 
 
 def _parse_params(items: tuple[str, ...]) -> dict[str, Any]:
@@ -33,31 +35,13 @@ def _parse_params(items: tuple[str, ...]) -> dict[str, Any]:
 
 
 @click.command("train")
-@click.option(
-    "--dataset", default=None, help="Registered dataset name (see `tabmem datasets`); trains on its train split."
-)
-@click.option(
-    "--train",
-    "train_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Training table (CSV/Parquet).",
-)
+@training_table_options
 @click.option(
     "--holdout",
     "holdout_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Real rows not trained on, for the holdout baseline (default with --dataset: its test split).",
-)
-@click.option("--categorical", default=None, help="With --train: comma-separated columns to treat as categorical.")
-@click.option("--numerical", default=None, help="With --train: comma-separated columns to treat as numerical.")
-@click.option("--target", default=None, help="With --train: the target column (modelled as one more column).")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Dataset directory (default $TABMEM_DATA_DIR).",
 )
 @click.option(
     "--model",
@@ -104,7 +88,9 @@ def _parse_params(items: tuple[str, ...]) -> dict[str, Any]:
     default=None,
     help="Rows sampled per tracked epoch (default |train|).",
 )
-@click.option("--distance", default="fang2024", show_default=True, help="Replica distance (fang2024, gower, l2).")
+@click.option(
+    "--distance", type=click.Choice(DISTANCES.names()), default="fang2024", show_default=True, help="Replica distance."
+)
 @click.option(
     "--checkpoint-every",
     type=click.IntRange(min=1),
@@ -119,13 +105,14 @@ def _parse_params(items: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its checkpoint.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def train(
+    train: str | None,
     dataset: str | None,
-    train_path: Path | None,
-    holdout_path: Path | None,
-    categorical: str | None,
-    numerical: str | None,
+    data_dir: str | None,
+    categorical: tuple[str, ...],
+    numerical: tuple[str, ...],
     target: str | None,
-    data_dir: Path | None,
+    encoding: str,
+    holdout_path: Path | None,
     model: str,
     backbone: str | None,
     preset: str,
@@ -145,43 +132,32 @@ def train(
     """Train a generator, tracking per-record memorization; write the model, synthetic.csv and dynamics.json."""
     import torch
 
-    from tabmem.data.io import read_table
+    from tabmem.generators import GENERATORS
 
-    if (dataset is None) == (train_path is None):
-        raise TabmemError("pass exactly one of --dataset NAME or --train FILE")
+    generator_cls = GENERATORS.get(model)  # an unknown name fails before any data is read
+    loaded = load_training_table(
+        train=train,
+        dataset=dataset,
+        data_dir=data_dir,
+        categorical=categorical,
+        numerical=numerical,
+        target=target,
+        encoding=encoding,
+    )
+    train_df, schema, holdout, source = loaded.table, loaded.schema, loaded.test, dict(loaded.source)
+    if holdout_path is not None:
+        holdout = read_user_table(holdout_path, encoding=encoding, option="--holdout")
+        source["holdout"] = str(holdout_path)
+    prepare_out_dir(out_dir)
     if threads:
         torch.set_num_threads(threads)
-    holdout = None
-    if dataset is not None:
-        if categorical or numerical or target:
-            raise TabmemError(
-                "--categorical/--numerical/--target only apply to --train (registered datasets have a schema)"
-            )
-        from tabmem.data.datasets import load_dataset
-
-        ds = load_dataset(dataset, data_dir=data_dir)
-        train_df, schema = ds.train, ds.schema
-        holdout = ds.test
-        source: dict[str, Any] = {"dataset": dataset}
-    else:
-        from tabmem.data.datasets import load_table_with_schema
-
-        train_df, schema = load_table_with_schema(
-            train_path, categorical=categorical, numerical=numerical, target=target
-        )
-        source = {"train": str(train_path)}
-    if holdout_path is not None:
-        holdout = read_table(holdout_path)
-        source["holdout"] = str(holdout_path)
     p = _parse_params(params)
     if epochs is not None:
         p["epochs"] = epochs
     if device is not None:
         p["device"] = device
     if backbone is not None:
-        from tabmem.generators import GENERATORS
-
-        if "backbone" not in GENERATORS.get(model)._param_names():
+        if "backbone" not in generator_cls._param_names():
             raise TabmemError(f"--backbone only applies to generators built on a language model (llm), not {model!r}")
         p["backbone"] = backbone
     preset_name = None if preset.lower() == "none" else preset

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 import numpy as np
 import pandas as pd
 
+from tabmem._io import jsonable
 from tabmem._registry import Registry
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema, validate_table
@@ -56,7 +57,7 @@ class MetricResult:
             "value": _json_number(self.value),
             "goal": self.goal,
             "bounds": [_json_number(b) for b in self.bounds],
-            "details": _jsonable(self.details),
+            "details": jsonable(self.details),
         }
 
 
@@ -238,22 +239,7 @@ def check_positive_int(name: str, value: Any, *, allow_none: bool = False) -> No
 
 
 def _json_number(x: Any) -> Any:
-    if x is None:
-        return None
-    if isinstance(x, (float, np.floating)):
-        return float(x) if np.isfinite(x) else (None if np.isnan(x) else ("inf" if x > 0 else "-inf"))
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [_jsonable(v) for v in obj.tolist()]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    return _json_number(obj)
+    """A metric value or bound for JSON: infinite bounds are written as the strings "inf"/"-inf"."""
+    if isinstance(x, (float, np.floating)) and np.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return jsonable(x)

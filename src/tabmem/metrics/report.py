@@ -10,7 +10,6 @@ stops the others.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,10 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabmem._io import jsonable, write_frame, write_json
 from tabmem.data.schema import Schema
 from tabmem.errors import SchemaError, TabmemError
 from tabmem.metrics.alpha_beta import AlphaPrecision
-from tabmem.metrics.base import MetricResult, _jsonable, prepare_tables, shared_preparation
+from tabmem.metrics.base import MetricResult, prepare_tables, shared_preparation
 from tabmem.metrics.dcr_share import DCRShare
 from tabmem.metrics.detection import LogisticDetection
 from tabmem.metrics.mle import MLE
@@ -55,7 +55,7 @@ class QualityReport:
         out["timings_s"] = {k: round(v, 4) for k, v in self.timings.items()}
         out["n_real"], out["n_synthetic"] = self.n_real, self.n_synthetic
         out["config"] = self.config
-        return _jsonable(out)
+        return jsonable(out)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per summary key: metric, value, goal, note (pairs scored, MLE reference, skip reason).
@@ -91,11 +91,9 @@ class QualityReport:
     def save(self, out_dir: str | Path) -> Path:
         """Write ``summary.json`` and ``<metric>_breakdown.csv`` files into ``out_dir``."""
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").write_text(json.dumps(self.summary(), indent=2, allow_nan=False))
         for name, table in self.breakdowns().items():
-            table.to_csv(out / f"{name}_breakdown.csv", index=False)
-        return out / "summary.json"
+            write_frame(out / f"{name}_breakdown.csv", table)
+        return write_json(out / "summary.json", self.summary())
 
 
 def quality_report(

@@ -1,0 +1,186 @@
+"""Options shared by the commands, with one rule each.
+
+* **Reading a table**: ``--encoding`` on every command that reads a file; column kinds from
+  ``--categorical``/``--numerical`` (comma-separated or repeated: ``--categorical a,b`` equals
+  ``--categorical a --categorical b``) and ``--target``; the same flags refine a registered
+  dataset's schema (``--dataset adult --categorical age``). :func:`training_table_options`
+  adds ``--train FILE | --dataset NAME`` and ``--data-dir``.
+* **Numbers**: every numeric option has a range, checked before any work starts; an error is one
+  line naming the option and the value (click's ``Invalid value for '--threshold'``).
+* **Output**: :func:`prepare_out_dir` creates ``--out`` (or fails with one line naming it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+import pandas as pd
+
+from tabmem._checks import available_cpus
+from tabmem.data.schema import Schema
+from tabmem.errors import TabmemError
+
+__all__ = [
+    "NJOBS",
+    "LoadedTable",
+    "column_names",
+    "load_training_table",
+    "prepare_out_dir",
+    "read_user_table",
+    "schema_options",
+    "training_table_options",
+    "MEMORY_GB",
+]
+
+
+def column_names(values: tuple[str, ...] | list[str] | str | None) -> list[str]:
+    """Column names from repeated and/or comma-separated option values (empty parts ignored)."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = [values]
+    return [part.strip() for item in values for part in str(item).split(",") if part.strip()]
+
+
+class _NJobs(click.ParamType):
+    """``--n-jobs``: a positive number of workers, or -1 for every available CPU (0 is an error)."""
+
+    name = "N"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            n = value
+        else:
+            try:
+                n = int(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not an integer (use a positive count, or -1 for all CPUs)", param, ctx)
+        if n == 0 or n < -1:
+            self.fail(f"{n} is not a worker count (use a positive count, or -1 for all CPUs)", param, ctx)
+        return n
+
+
+NJOBS = _NJobs()
+#: working memory in GiB: at least 16 MiB (below that the search would run row by row), at most 1 TiB
+MEMORY_GB = click.FloatRange(min=1 / 64, max=1024)
+
+
+def _encoding_option(f: Callable) -> Callable:
+    return click.option(
+        "--encoding",
+        default="utf-8",
+        show_default=True,
+        help="Text encoding of CSV inputs (e.g. latin-1, cp1252).",
+    )(f)
+
+
+def schema_options(f: Callable) -> Callable:
+    """``--categorical``, ``--numerical``, ``--target`` and ``--encoding``."""
+    f = _encoding_option(f)
+    f = click.option("--target", default=None, help="Target column (classification or regression label).")(f)
+    f = click.option(
+        "--numerical",
+        multiple=True,
+        help="Columns to treat as numerical (comma-separated or repeated).",
+    )(f)
+    f = click.option(
+        "--categorical",
+        multiple=True,
+        help="Columns to treat as categorical (comma-separated or repeated).",
+    )(f)
+    return f
+
+
+def training_table_options(f: Callable) -> Callable:
+    """``--train FILE | --dataset NAME``, ``--data-dir`` and :func:`schema_options`."""
+    f = schema_options(f)
+    f = click.option(
+        "--data-dir",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Dataset directory (default $TABMEM_DATA_DIR, then the cache).",
+    )(f)
+    f = click.option(
+        "--dataset",
+        default=None,
+        help="A registered dataset (`tabmem datasets`): its train split; its test split is the default holdout.",
+    )(f)
+    f = click.option("--train", "train", type=click.Path(dir_okay=False), help="Training table (CSV or Parquet).")(f)
+    return f
+
+
+@dataclass(frozen=True)
+class LoadedTable:
+    """A training table, its schema, the dataset's test split (a natural holdout) and where it came from."""
+
+    table: pd.DataFrame
+    schema: Schema
+    test: pd.DataFrame | None
+    source: dict[str, Any]
+
+
+def read_user_table(path: str | os.PathLike, *, encoding: str = "utf-8", option: str = "") -> pd.DataFrame:
+    """Read a CSV/Parquet file given on the command line (errors name the option)."""
+    from tabmem.data.io import read_table
+
+    try:
+        return read_table(path, encoding=encoding)
+    except LookupError:
+        raise TabmemError(f"--encoding: unknown text encoding {encoding!r}") from None
+    except IsADirectoryError:
+        raise TabmemError(f"{option or 'input'}: {str(path)!r} is a directory, not a table file") from None
+    except PermissionError:
+        raise TabmemError(f"{option or 'input'}: {str(path)!r} cannot be read (permission denied)") from None
+
+
+def load_training_table(
+    *,
+    train: str | None,
+    dataset: str | None,
+    data_dir: str | None,
+    categorical: tuple[str, ...] | list[str] | str | None,
+    numerical: tuple[str, ...] | list[str] | str | None,
+    target: str | None,
+    encoding: str = "utf-8",
+) -> LoadedTable:
+    """The training table from ``--train FILE`` or ``--dataset NAME`` with the column-kind flags applied."""
+    if bool(train) == bool(dataset):
+        raise click.UsageError("give exactly one of --train FILE or --dataset NAME")
+    cat, num = column_names(categorical), column_names(numerical)
+    if dataset:
+        from tabmem.data.datasets import load_dataset
+
+        ds = load_dataset(dataset, data_dir=data_dir)
+        schema = ds.schema
+        if cat or num or target:
+            schema = schema.with_overrides(categorical=cat, numerical=num, target=target or None)
+        return LoadedTable(ds.train, schema, ds.test, {"dataset": dataset})
+    assert train is not None
+    table = read_user_table(train, encoding=encoding, option="--train")
+    schema = Schema.infer(table, categorical=cat, numerical=num, target=target or None, name=Path(train).stem)
+    return LoadedTable(table, schema, None, {"train": str(train)})
+
+
+def prepare_out_dir(path: str | os.PathLike, option: str = "--out") -> Path:
+    """Create the output directory (and its parents); one clear line when that is impossible."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise TabmemError(f"{option}: {str(out)!r} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".tabmem-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise TabmemError(f"{option}: cannot write to {str(out)!r} ({exc.strerror or exc})") from None
+    return out
+
+
+def default_threads() -> int:
+    """CPUs this process may use (the default thread count of every command)."""
+    return available_cpus()
