@@ -249,7 +249,9 @@ class ValidatedTable:
     strings; index = 0-based row positions in the original table, so dropped rows keep their
     ids). ``dtypes`` are the original table's column dtypes (to give generated tables back in
     the user's dtypes). ``categories`` are the allowed categories it was checked against
-    (``None``: not checked against any) and ``unseen`` what was done with others.
+    (``None``: not checked against any) and ``unseen`` what was done with others. ``source`` is
+    the table as given (its kept rows with their original values and dtypes; a reference, not a
+    copy) for the few consumers defined on raw values (the papers' string formats).
     """
 
     data: pd.DataFrame
@@ -260,6 +262,7 @@ class ValidatedTable:
     categories: dict[str, frozenset[str]] | None
     dtypes: dict[str, str]
     has_nan: bool
+    source: pd.DataFrame | None = None
 
     def __len__(self) -> int:
         return len(self.data)
@@ -301,7 +304,8 @@ def validate(
     num = list(schema.numerical)
     has_nan = bool(num) and bool(np.isnan(clean[num].to_numpy(dtype=np.float64)).any())
     cats = None if categories is None else {c: frozenset(v) for c, v in categories.items()}
-    return ValidatedTable(clean, schema, name, nan, unseen, cats, dtypes, has_nan)
+    source = table if len(clean) == len(table) else table.iloc[clean.index.to_numpy()]
+    return ValidatedTable(clean, schema, name, nan, unseen, cats, dtypes, has_nan, source)
 
 
 # number of validate() calls, read by the tests that prove each table is validated once
@@ -311,6 +315,13 @@ _COUNTER = [0]
 def as_frame(table: pd.DataFrame | ValidatedTable) -> pd.DataFrame:
     """The frame behind ``table`` (its clean data when it is a :class:`ValidatedTable`)."""
     return table.data if isinstance(table, ValidatedTable) else table
+
+
+def raw_frame(table: pd.DataFrame | ValidatedTable) -> pd.DataFrame:
+    """The table with its original values (a validated table's ``source``, else its clean data)."""
+    if isinstance(table, ValidatedTable):
+        return table.source if table.source is not None else table.data
+    return table
 
 
 def concat_validated(parts: Sequence[ValidatedTable], *, name: str) -> ValidatedTable:
@@ -328,7 +339,12 @@ def concat_validated(parts: Sequence[ValidatedTable], *, name: str) -> Validated
     nan: NanPolicy = "match" if any(p.nan == "match" for p in parts) else parts[0].nan
     unseen: UnseenPolicy = "mismatch" if any(p.unseen == "mismatch" for p in parts) else parts[0].unseen
     cats = parts[0].categories if all(p.categories == parts[0].categories for p in parts) else None
-    return ValidatedTable(data, schema, name, nan, unseen, cats, dict(parts[0].dtypes), any(p.has_nan for p in parts))
+    source = None
+    if all(p.source is not None for p in parts):
+        cols = list(schema.columns)
+        source = pd.concat([p.source.rename(columns=str)[cols] for p in parts], ignore_index=True)  # type: ignore[union-attr]
+    has_nan = any(p.has_nan for p in parts)
+    return ValidatedTable(data, schema, name, nan, unseen, cats, dict(parts[0].dtypes), has_nan, source)
 
 
 def _recheck(
@@ -364,14 +380,15 @@ def _recheck(
         if categories is None or unseen == "mismatch":
             return vt
         cats = {c: frozenset(v) for c, v in categories.items()}
-        return ValidatedTable(vt.data, vt.schema, vt.name, vt.nan, unseen, cats, vt.dtypes, vt.has_nan)
+        return ValidatedTable(vt.data, vt.schema, vt.name, vt.nan, unseen, cats, vt.dtypes, vt.has_nan, vt.source)
     kept = data.loc[~drop]
     if len(kept) == 0:
         raise SchemaError(vt.name, ["no rows left after dropping rows with missing values or unseen categories"])
     num = list(vt.schema.numerical)
     has_nan = bool(num) and bool(np.isnan(kept[num].to_numpy(dtype=np.float64)).any())
     cats = vt.categories if categories is None else {c: frozenset(v) for c, v in categories.items()}
-    return ValidatedTable(kept, vt.schema, vt.name, nan, unseen, cats, vt.dtypes, has_nan)
+    source = None if vt.source is None else vt.source.iloc[np.flatnonzero(~drop)]
+    return ValidatedTable(kept, vt.schema, vt.name, nan, unseen, cats, vt.dtypes, has_nan, source)
 
 
 def _nan_problem(col: str, rows: np.ndarray) -> str:
