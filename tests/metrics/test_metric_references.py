@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import require
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
@@ -171,8 +172,9 @@ def test_alpha_beta_metrics_on_tables():
 
 
 # ----------------------------------------------------------------------------------- C2ST
+@pytest.mark.reference
 def test_c2st_equals_sdmetrics_logistic_detection_with_the_same_folds(monkeypatch):
-    pytest.importorskip("sdmetrics")
+    require("sdmetrics")
     import sdmetrics.single_table.detection.base as det_base
     from sdmetrics.single_table import LogisticDetection as SDLogisticDetection
     from sklearn.model_selection import StratifiedKFold
