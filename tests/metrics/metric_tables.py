@@ -75,5 +75,3 @@ def sdmetrics_metadata(schema: Schema) -> dict:
             c: {"sdtype": "numerical" if schema.kind(c) == "numerical" else "categorical"} for c in schema.columns
         }
     }
-
-

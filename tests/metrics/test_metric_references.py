@@ -8,13 +8,13 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import require
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
 from scipy.stats import ks_2samp, wasserstein_distance
 from sklearn.metrics.pairwise import rbf_kernel
 
+from reference_libs import require
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema
 from tabmem.errors import SchemaError, TabmemError

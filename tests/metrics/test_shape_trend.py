@@ -7,10 +7,10 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from metric_tables import perturbed_resample, sdmetrics_metadata
 from scipy.stats import ks_2samp
 
-from conftest import require
-from metric_tables import perturbed_resample, sdmetrics_metadata
+from reference_libs import require
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics.shape import Shape, ks_complement, ks_statistic, total_variation, tv_complement
