@@ -121,7 +121,7 @@ def test_great_from_scratch(small_table):
 def saved_backbone(tmp_path):
     """A tiny GPT-2 with a small BPE tokenizer written with save_pretrained (no download)."""
     transformers = pytest.importorskip("transformers")
-    from tabmem.generators.llm.generator import _train_bpe
+    from tabmem.generators.llm.huggingface import train_bpe as _train_bpe
 
     texts = [f"age is {a}, sex is {s}" for a in range(20, 70) for s in "FM"]
     tok = transformers.PreTrainedTokenizerFast(
