@@ -122,6 +122,7 @@ class DPTrainer:
             dataset, batch_size=int(config.batch_size), shuffle=True, generator=generator
         )
         self.engine = PrivacyEngine(accountant="rdp")
+        model.train()  # opacus refuses eval mode, which is how from_pretrained returns a backbone
         self.module, self.optimizer, self.loader = self.engine.make_private_with_epsilon(
             module=model,
             optimizer=optimizer,
