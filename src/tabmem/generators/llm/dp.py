@@ -12,6 +12,9 @@ value in the column range / a uniform category for GReaT. Like every tabmem gene
 domain (column ranges, category sets, digit vocabulary) is treated as public metadata; it is
 not protected by the DP guarantee. Poisson-sampled batches that come out empty are skipped.
 
+:class:`DPTrainer` is handed the model, its optimizer and the encoded real rows (the generator's
+row format makes the pseudo rows), so it knows nothing of the generator.
+
 GPT-2's ``Conv1D`` layers have no opacus grad sampler; :func:`register_conv1d_grad_sampler`
 adds one (``y = x W + b``: per-sample ``dW = sum_t x_t^T g_t``, ``db = sum_t g_t``).
 """
