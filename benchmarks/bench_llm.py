@@ -49,17 +49,17 @@ def main() -> None:
     gen = LLMGenerator(n_layer=4, n_head=4, n_embd=128, epochs=1, batch_size=64, random_state=0, device="cpu")
     gen.fit(df)
     n_params = sum(p.numel() for p in gen.model_.parameters())
-    tokens = gen._train_ids.numel()
+    ids_all, _ = gen.format_.encode(df, None)  # the digit format: [BOS] digits [EOS], one width
+    tokens = ids_all.numel()
     print(
         f"model: GPT-2 {gen.n_layer} layers x {gen.n_embd}, {n_params / 1e6:.2f} M parameters; "
         f"{len(df)} rows x {gen.max_length_} tokens; torch threads {args.threads}"
     )
 
     # ---------------- training
-    gen._train_clean = df  # _train_epoch outside fit (benchmark only)
+    gen._rows = gen.format_.training_rows(df)  # _train_epoch outside fit (benchmark only)
     t_ours = best(lambda: gen._train_epoch(1))
     model, opt = gen.model_, gen.optimizer_
-    ids_all = gen._train_ids
 
     def bare_epoch():
         perm = torch.randperm(ids_all.shape[0])

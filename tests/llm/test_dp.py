@@ -105,3 +105,55 @@ class _StopAfter:
 
     def on_epoch_end(self, gen, epoch, logs):
         return epoch >= self.epoch
+
+
+def test_dp_trainer_is_given_model_optimizer_and_rows():
+    """No generator needed: a model, its optimizer, encoded rows and a config."""
+    import transformers
+
+    from tabmem.generators.llm.dp import DPConfig, DPTrainer, spent_from_state
+    from tabmem.generators.llm.formats import shuffled_batches
+
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(
+        vocab_size=12, n_positions=8, n_embd=16, n_layer=1, n_head=2, tie_word_embeddings=False
+    )
+    model = transformers.GPT2LMHeadModel(cfg)
+    ids = torch.randint(3, 12, (20, 6))
+    rows = (ids, torch.ones_like(ids))
+    config = DPConfig(epsilon=2.0, delta=None, max_grad_norm=1.0, warmup_epochs=1, epochs=3, batch_size=5, lr=1e-3)
+    g = torch.Generator().manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dp = DPTrainer(
+            model, torch.optim.AdamW(model.parameters()), rows, config, generator=g, device=torch.device("cpu")
+        )
+        assert dp.delta == pytest.approx(1 / 200) and dp.is_warmup(1) and not dp.is_warmup(2)
+        logs = dp.warmup_epoch(shuffled_batches(*rows, g, 5))
+        assert logs["stage"] == 1.0 and logs["dp_epsilon"] == 0.0 and dp.spent()[0] == 0.0
+        for _ in range(2):
+            logs = dp.private_epoch()
+    assert logs["stage"] == 2.0 and 0 < logs["dp_epsilon"] <= 2.0 + 1e-6
+    assert spent_from_state(dp.state_dict()) == pytest.approx(dp.spent())
+
+
+def test_dp_with_a_pretrained_backbone(small_table, tmp_path):
+    """from_pretrained returns a model in eval mode; opacus needs training mode."""
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(vocab_size=50, n_positions=64, n_embd=16, n_layer=2, n_head=2)
+    transformers.GPT2LMHeadModel(cfg).save_pretrained(tmp_path / "bb")
+    schema = Schema.infer(small_table, categorical=["sex"], numerical=["age", "income"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gen = LLMGenerator(
+            backbone=str(tmp_path / "bb"),
+            n_pretrained_layers=1,
+            epochs=2,
+            dp_epsilon=4.0,
+            batch_size=16,
+            random_state=0,
+        ).fit(small_table, schema)
+    assert 0 < gen.privacy_spent_[0] <= 4.0 + 1e-6 and gen.model_.config.n_layer == 1
+    assert len(gen.sample(5, random_state=0)) == 5

@@ -53,16 +53,34 @@ def test_mask_and_prefix_fn_constraints_identical(fitted):
     pd.testing.assert_frame_equal(a, b)
 
 
-def test_unconstrained_malformed_rows_are_dropped(small_table):
-    gen = LLMGenerator(epochs=1, random_state=0, constraint="none", max_resample_rounds=3, **TINY)
-    gen.fit(small_table, schema_of(small_table))
-    try:
-        out = gen.sample(10, random_state=0)
-    except TabmemError as exc:  # an untrained model may never write 10 valid rows: clear error, no crash
-        assert "valid rows" in str(exc)
-        return
-    assert len(out) == 10 and set(out["sex"]) <= {"F", "M"}
-    assert gen.last_sample_stats_["generated"] >= 10
+def test_unconstrained_malformed_rows_are_dropped(fitted, small_table):
+    """Malformed generations (built by hand) are counted and resampled; only valid rows come out."""
+    import itertools
+
+    from tabmem.data.serialization.realtabformer import EOS_ID
+
+    good = fitted.format_.encode(small_table.head(2), None)[0][:, 1:].tolist()  # digits + [EOS]
+    swapped = [good[0][1], good[0][0], *good[0][2:]]  # tokens at the wrong positions
+    short = [good[0][0], EOS_ID] + [EOS_ID] * (len(good[0]) - 2)  # ends early
+    unknown = [10**6, *good[0][1:]]  # not in the vocabulary
+    cycle = itertools.cycle([good[0], swapped, short, good[1], unknown])
+    calls = []
+
+    def fake_generate(input_ids, **kwargs):
+        calls.append(input_ids.shape[0])
+        rows = torch.tensor([next(cycle) for _ in range(input_ids.shape[0])])
+        return torch.cat([input_ids, rows], dim=1)
+
+    fitted.model_.generate = fake_generate
+    out = fitted.sample(10, random_state=0, constraint="none")
+    # round 1: 10 asked, 4 valid; round 2 sized to the 40% valid rate seen: ceil(6 / 0.4 * 1.1) = 17
+    assert calls == [10, 17]
+    assert fitted.last_sample_stats_ == {"generated": 27, "invalid": 27 - 4 - 7, "rounds": 2}
+    expected = small_table.head(2).iloc[[0, 1] * 5].reset_index(drop=True)
+    pd.testing.assert_frame_equal(out[["age", "sex"]], expected[["age", "sex"]])
+    cycle = itertools.cycle([swapped, short])  # never valid: a clear error after max_resample_rounds
+    with pytest.raises(TabmemError, match="only 0 valid rows of 10 after 20 generation rounds"):
+        fitted.sample(10, random_state=0, constraint="none")
 
 
 def test_conditional_and_tlp(fitted):
@@ -121,7 +139,7 @@ def test_great_from_scratch(small_table):
 def saved_backbone(tmp_path):
     """A tiny GPT-2 with a small BPE tokenizer written with save_pretrained (no download)."""
     transformers = pytest.importorskip("transformers")
-    from tabmem.generators.llm.generator import _train_bpe
+    from tabmem.generators.llm.huggingface import train_bpe as _train_bpe
 
     texts = [f"age is {a}, sex is {s}" for a in range(20, 70) for s in "FM"]
     tok = transformers.PreTrainedTokenizerFast(

@@ -140,7 +140,7 @@ def test_env_configuration(monkeypatch):
 
 def test_hf_backend_on_local_tiny_model(tmp_path, train, schema):
     transformers = pytest.importorskip("transformers")
-    from tabmem.generators.llm.generator import _train_bpe
+    from tabmem.generators.llm.huggingface import train_bpe as _train_bpe
 
     texts = ["age,bmi,sex", "44,25.50,F", "36,20.25,M", "Write new rows"]
     tok = transformers.PreTrainedTokenizerFast(

@@ -61,7 +61,7 @@ import hashlib
 import inspect
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -452,6 +452,11 @@ class TabularGenerator:
         training RNG, the global RNG or the train/eval modes (it restores all of them), so a
         callback may sample mid-training without changing the training trajectory.
         """
+        seed, bs = self._check_sample_args(n, random_state, batch_size)
+        return self._sample_batches(n, seed, bs, self._sample_clean)
+
+    def _check_sample_args(self, n: int, random_state: int | None, batch_size: int | None) -> tuple[int, int]:
+        """Check :meth:`sample`'s arguments (and that there is a model); returns ``(seed, batch size)``."""
         if not self.is_fitted and getattr(self, "_train_clean", None) is None:
             raise TabmemError(f"{type(self).__name__} is not fitted: call fit() or load() first")
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
@@ -462,6 +467,13 @@ class TabularGenerator:
         bs = int(batch_size or self.sample_batch_size)
         if bs < 1:
             raise TabmemError(f"sample: batch_size must be positive, got {batch_size!r}")
+        return seed, bs
+
+    def _sample_batches(
+        self, n: int, seed: int, batch_size: int, draw: Callable[[int, torch.Generator], pd.DataFrame]
+    ) -> pd.DataFrame:
+        """The body of :meth:`sample`: ``draw(k, generator)`` (``_sample_clean`` or a subclass's variant
+        with its per-call options bound) in chunks of ``batch_size``, under a private RNG, in eval mode."""
         modes = [(m, m.training) for m in self._torch_modules()]
         parts: list[pd.DataFrame] = []
         try:
@@ -473,8 +485,8 @@ class TabularGenerator:
                 gen.manual_seed(_derive_seed(seed, 12))
                 done = 0
                 while done < n:
-                    k = min(bs, n - done)
-                    part = self._sample_clean(k, gen)
+                    k = min(batch_size, n - done)
+                    part = draw(k, gen)
                     if len(part) != k:
                         raise RuntimeError(
                             f"{type(self).__name__}._sample_clean returned {len(part)} rows, expected {k}"

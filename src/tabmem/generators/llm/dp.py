@@ -12,23 +12,23 @@ value in the column range / a uniform category for GReaT. Like every tabmem gene
 domain (column ranges, category sets, digit vocabulary) is treated as public metadata; it is
 not protected by the DP guarantee. Poisson-sampled batches that come out empty are skipped.
 
+:class:`DPTrainer` is handed the model, its optimizer and the encoded real rows (the generator's
+row format makes the pseudo rows), so it knows nothing of the generator.
+
 GPT-2's ``Conv1D`` layers have no opacus grad sampler; :func:`register_conv1d_grad_sampler`
 adds one (``y = x W + b``: per-sample ``dW = sum_t x_t^T g_t``, ``db = sum_t g_t``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
-import pandas as pd
 import torch
 
-from tabmem.data.serialization.realtabformer import BOS_ID, EOS_ID
 from tabmem.errors import TabmemError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from tabmem.generators.llm.generator import LLMGenerator
+Batch = tuple[torch.Tensor, torch.Tensor]
 
 _REGISTERED = False
 
@@ -67,108 +67,115 @@ def per_sample_lm_loss(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Te
     return per_row.mean()
 
 
-class DPTrainer:
-    """Owns the opacus objects of one LLMGenerator fit (private stage) and the non-private warm-up."""
+@dataclass(frozen=True)
+class DPConfig:
+    """DP-SGD settings of one fit (``delta=None``: ``1 / (10 n)``); ``epochs`` counts warm-up epochs too."""
 
-    def __init__(self, gen: LLMGenerator, train_clean: pd.DataFrame) -> None:
+    epsilon: float
+    delta: float | None
+    max_grad_norm: float
+    warmup_epochs: int
+    epochs: int
+    batch_size: int
+    lr: float
+
+
+class DPTrainer:
+    """Owns the opacus objects of one fit (private stage) and the non-private warm-up optimizer.
+
+    Args:
+        model: the (unwrapped) language model; opacus wraps it for the private stage.
+        optimizer: the model's optimizer; opacus wraps it (per-sample clipping and noise).
+        rows: the real training rows as ``(ids, mask)`` padded to one width.
+        config: privacy budget and schedule.
+        generator: the torch generator that shuffles (the fit's seeded one, so resume is exact).
+        device: where batches go.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        rows: Batch,
+        config: DPConfig,
+        *,
+        generator: torch.Generator,
+        device: torch.device,
+    ) -> None:
         try:
             from opacus import PrivacyEngine
         except ModuleNotFoundError:  # pragma: no cover
             raise TabmemError("DP training needs opacus: pip install 'tabmem[dp]'") from None
         register_conv1d_grad_sampler()
-        self.gen = gen
-        n = len(train_clean)
-        self.delta = float(gen.dp_delta) if gen.dp_delta is not None else 1.0 / (10.0 * n)
+        self.model, self.device = model, device
+        n = int(rows[0].shape[0])
+        self.delta = float(config.delta) if config.delta is not None else 1.0 / (10.0 * n)
         if not 0 < self.delta < 1:
-            raise TabmemError(f"dp_delta must be in (0, 1), got dp_delta={gen.dp_delta!r}")
-        self.warmup = int(gen.dp_warmup_epochs)
-        self.private_epochs = int(gen.epochs) - self.warmup
+            raise TabmemError(f"dp_delta must be in (0, 1), got dp_delta={config.delta!r}")
+        self.warmup = int(config.warmup_epochs)
+        self.private_epochs = int(config.epochs) - self.warmup
         if self.private_epochs < 1:
             raise TabmemError(
-                f"dp_warmup_epochs={self.warmup} leaves no private epoch (epochs={gen.epochs}); "
+                f"dp_warmup_epochs={self.warmup} leaves no private epoch (epochs={config.epochs}); "
                 "epochs must exceed dp_warmup_epochs"
             )
-        self.table = train_clean
-        self.warm_optimizer = torch.optim.AdamW(gen.model_.parameters(), lr=float(gen.lr))
-        data = self._real_tensors()
-        dataset = torch.utils.data.TensorDataset(*data)
+        self.warm_optimizer = torch.optim.AdamW(model.parameters(), lr=float(config.lr))
+        dataset = torch.utils.data.TensorDataset(*rows)
         loader = torch.utils.data.DataLoader(
-            dataset, batch_size=int(gen.batch_size), shuffle=True, generator=gen.torch_generator_
+            dataset, batch_size=int(config.batch_size), shuffle=True, generator=generator
         )
         self.engine = PrivacyEngine(accountant="rdp")
+        model.train()  # opacus refuses eval mode, which is how from_pretrained returns a backbone
         self.module, self.optimizer, self.loader = self.engine.make_private_with_epsilon(
-            module=gen.model_,
-            optimizer=gen.optimizer_,
+            module=model,
+            optimizer=optimizer,
             data_loader=loader,
-            target_epsilon=float(gen.dp_epsilon),
+            target_epsilon=float(config.epsilon),
             target_delta=self.delta,
             epochs=self.private_epochs,
-            max_grad_norm=float(gen.dp_max_grad_norm),
+            max_grad_norm=float(config.max_grad_norm),
             poisson_sampling=True,
         )
         self.noise_multiplier = float(self.optimizer.noise_multiplier)
 
-    def _real_tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
-        gen = self.gen
-        if gen.serializer == "realtabformer":
-            ids = gen._train_ids
-            return ids, torch.ones_like(ids)
-        texts = gen.serializer_.serialize(self.table, rng=np.random.default_rng([gen.seed_, 9]))
-        ids, mask = gen._encode_texts(texts)
-        return ids, mask
+    def is_warmup(self, epoch: int) -> bool:
+        """Whether ``epoch`` (1-based) belongs to the non-private stage 1."""
+        return epoch <= self.warmup
 
-    def _pseudo_batches(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        gen, n, bs = self.gen, len(self.table), int(self.gen.batch_size)
-        rng = gen.rng_
-        if gen.serializer == "realtabformer":
-            cols = [rng.choice(np.asarray(a), size=n) for a in gen.serializer_.allowed_ids_]
-            ids = np.column_stack([np.full(n, BOS_ID), *cols, np.full(n, EOS_ID)])
-            ids_t = torch.as_tensor(ids, dtype=torch.long)
-            mask_t = torch.ones_like(ids_t)
-        else:
-            schema, enc = gen.schema_, gen.encoder_
-            pseudo = {}
-            for j, c in enumerate(schema.numerical):
-                pseudo[c] = rng.uniform(enc.min_[j], enc.max_[j], size=n)
-            for c in schema.categorical:
-                pseudo[c] = rng.choice(enc.categories_[c], size=n)
-            frame = pd.DataFrame(pseudo)[list(schema.columns)]
-            ids_t, mask_t = gen._encode_texts(gen.serializer_.serialize(frame, rng=rng))
-        perm = torch.randperm(n, generator=gen.torch_generator_, device=gen.torch_generator_.device).cpu()
-        return [(ids_t[perm[s : s + bs]], mask_t[perm[s : s + bs]]) for s in range(0, n, bs)]
-
-    def train_epoch(self, epoch: int) -> dict[str, float]:
-        gen = self.gen
+    def warmup_epoch(self, batches: list[Batch]) -> dict[str, float]:
+        """Stage 1: plain AdamW steps on pseudo rows (no privacy cost; opacus hooks off)."""
         total, count = 0.0, 0
-        if epoch <= self.warmup:  # stage 1: pseudo rows, no privacy cost
-            self.module.disable_hooks()
-            for ids, mask in self._pseudo_batches():
-                ids, mask = ids.to(gen.device_), mask.to(gen.device_)
-                loss = per_sample_lm_loss(gen.model_, ids, mask)
-                self.warm_optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                self.warm_optimizer.step()
-                total += float(loss.detach()) * ids.shape[0]
-                count += ids.shape[0]
-            self.module.enable_hooks()
+        self.module.disable_hooks()
+        for ids, mask in batches:
+            ids, mask = ids.to(self.device), mask.to(self.device)
+            loss = per_sample_lm_loss(self.model, ids, mask)
+            self.warm_optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.warm_optimizer.step()
+            total += float(loss.detach()) * ids.shape[0]
+            count += ids.shape[0]
+        self.module.enable_hooks()
+        self.optimizer.zero_grad(set_to_none=True)
+        return {"loss": total / max(count, 1), "dp_epsilon": 0.0, "stage": 1.0}
+
+    def private_epoch(self) -> dict[str, float]:
+        """Stage 2: DP-SGD on Poisson-sampled batches of the real rows (empty batches skipped)."""
+        total, count = 0.0, 0
+        self.module.train()
+        for ids, mask in self.loader:
+            if ids.shape[0] == 0:
+                continue
+            ids, mask = ids.to(self.device), mask.to(self.device)
             self.optimizer.zero_grad(set_to_none=True)
-            eps = 0.0
-        else:  # stage 2: DP-SGD on the real rows
-            self.module.train()
-            for ids, mask in self.loader:
-                if ids.shape[0] == 0:
-                    continue
-                ids, mask = ids.to(gen.device_), mask.to(gen.device_)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss = per_sample_lm_loss(self.module, ids, mask)
-                loss.backward()
-                self.optimizer.step()
-                total += float(loss.detach()) * ids.shape[0]
-                count += ids.shape[0]
-            eps = self.spent()[0]
-        return {"loss": total / max(count, 1), "dp_epsilon": eps, "stage": 1.0 if epoch <= self.warmup else 2.0}
+            loss = per_sample_lm_loss(self.module, ids, mask)
+            loss.backward()
+            self.optimizer.step()
+            total += float(loss.detach()) * ids.shape[0]
+            count += ids.shape[0]
+        return {"loss": total / max(count, 1), "dp_epsilon": self.spent()[0], "stage": 2.0}
 
     def spent(self) -> tuple[float, float]:
+        """``(epsilon, delta)`` spent so far (opacus RDP accountant)."""
         return float(self.engine.accountant.get_epsilon(self.delta)), self.delta
 
     def state_dict(self) -> dict[str, Any]:
@@ -183,3 +190,13 @@ class DPTrainer:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.engine.accountant.history = [tuple(h) for h in state["history"]]
         self.warm_optimizer.load_state_dict(state["warm_optimizer"])
+
+
+def spent_from_state(state: dict[str, Any]) -> tuple[float, float]:
+    """``(epsilon, delta)`` of a saved :meth:`DPTrainer.state_dict` (a loaded model has no trainer)."""
+    from opacus.accountants import RDPAccountant
+
+    acc = RDPAccountant()
+    acc.history = [tuple(h) for h in state["history"]]
+    eps = float(acc.get_epsilon(state["delta"])) if acc.history else 0.0
+    return eps, float(state["delta"])
