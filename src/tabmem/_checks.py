@@ -78,8 +78,8 @@ def check_number(
     bad_low = low is not None and (v <= low if low_open else v < low)
     bad_high = high is not None and (v >= high if high_open else v > high)
     if bad_low or bad_high:
-        left = "(" if low_open else "["
-        right = ")" if high_open else "]"
+        left = "(" if low_open or low is None else "["
+        right = ")" if high_open or high is None else "]"
         lo = "-inf" if low is None else f"{low:g}"
         hi = "inf" if high is None else f"{high:g}"
         raise ParameterError(f"{name} must be in {left}{lo}, {hi}{right}, got {value!r}")
