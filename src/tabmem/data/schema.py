@@ -23,7 +23,7 @@ missing value is the category ``"<NA>"``. This removes the dtype trap of the pap
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
@@ -60,7 +60,7 @@ def canonical_category(value: Any) -> str:
 def canonical_categories(series: pd.Series) -> np.ndarray:
     """Vectorised :func:`canonical_category` for a column (object array of str)."""
     s = series
-    if pd.api.types.is_bool_dtype(s.dtype):
+    if pd.api.types.is_bool_dtype(s.dtype) and not s.isna().any():  # nullable boolean with <NA>: below
         return np.where(s.to_numpy(dtype=bool), "True", "False").astype(object)
     if pd.api.types.is_integer_dtype(s.dtype) and not s.isna().any():
         return s.astype("int64").astype(str).to_numpy(dtype=object)
@@ -247,9 +247,11 @@ class ValidatedTable:
 
     ``data`` is the clean frame (schema column order; numerical float64, categorical canonical
     strings; index = 0-based row positions in the original table, so dropped rows keep their
-    ids). ``dtypes`` are the original table's column dtypes (to give generated tables back in
-    the user's dtypes). ``categories`` are the allowed categories it was checked against
-    (``None``: not checked against any) and ``unseen`` what was done with others.
+    ids). ``dtypes`` are the original table's column dtypes (names, ``str(dtype)``) and
+    ``category_dtypes`` the levels and order of its ``category`` columns, so that generated
+    tables can be given back in the user's dtypes (:func:`tabmem.data.dtypes.restore_dtypes`).
+    ``categories`` are the allowed categories it was checked against (``None``: not checked
+    against any) and ``unseen`` what was done with others.
     """
 
     data: pd.DataFrame
@@ -260,6 +262,7 @@ class ValidatedTable:
     categories: dict[str, frozenset[str]] | None
     dtypes: dict[str, str]
     has_nan: bool
+    category_dtypes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.data)
@@ -298,10 +301,27 @@ def validate(
         table = table.data  # another schema: validate its clean values afresh
     clean = _validate_raw(table, schema, name=name, categories=categories, nan=nan, unseen=unseen, extra=extra)
     dtypes = {str(c): str(dt) for c, dt in table.dtypes.items()}
+    levels = _category_dtypes(table)
     num = list(schema.numerical)
     has_nan = bool(num) and bool(np.isnan(clean[num].to_numpy(dtype=np.float64)).any())
     cats = None if categories is None else {c: frozenset(v) for c, v in categories.items()}
-    return ValidatedTable(clean, schema, name, nan, unseen, cats, dtypes, has_nan)
+    return ValidatedTable(clean, schema, name, nan, unseen, cats, dtypes, has_nan, levels)
+
+
+def _category_dtypes(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Levels and order of each ``category`` column of ``table``: ``{col: {"categories": [...], "ordered": bool}}``.
+
+    Only levels that are plain Python values (str, int, float, bool) are recorded, so that the
+    record can be saved with a model and loaded with ``torch.load(weights_only=True)``; other
+    ``category`` columns are restored with the generated values as levels.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for col, dtype in table.dtypes.items():
+        if isinstance(dtype, pd.CategoricalDtype):
+            levels = dtype.categories.tolist()
+            if all(isinstance(v, (str, int, float, bool)) for v in levels):
+                out[str(col)] = {"categories": levels, "ordered": bool(dtype.ordered)}
+    return out
 
 
 # number of validate() calls, read by the tests that prove each table is validated once
@@ -328,7 +348,10 @@ def concat_validated(parts: Sequence[ValidatedTable], *, name: str) -> Validated
     nan: NanPolicy = "match" if any(p.nan == "match" for p in parts) else parts[0].nan
     unseen: UnseenPolicy = "mismatch" if any(p.unseen == "mismatch" for p in parts) else parts[0].unseen
     cats = parts[0].categories if all(p.categories == parts[0].categories for p in parts) else None
-    return ValidatedTable(data, schema, name, nan, unseen, cats, dict(parts[0].dtypes), any(p.has_nan for p in parts))
+    has_nan = any(p.has_nan for p in parts)
+    return ValidatedTable(
+        data, schema, name, nan, unseen, cats, dict(parts[0].dtypes), has_nan, parts[0].category_dtypes
+    )
 
 
 def _recheck(
@@ -364,14 +387,14 @@ def _recheck(
         if categories is None or unseen == "mismatch":
             return vt
         cats = {c: frozenset(v) for c, v in categories.items()}
-        return ValidatedTable(vt.data, vt.schema, vt.name, vt.nan, unseen, cats, vt.dtypes, vt.has_nan)
+        return replace(vt, unseen=unseen, categories=cats)
     kept = data.loc[~drop]
     if len(kept) == 0:
         raise SchemaError(vt.name, ["no rows left after dropping rows with missing values or unseen categories"])
     num = list(vt.schema.numerical)
     has_nan = bool(num) and bool(np.isnan(kept[num].to_numpy(dtype=np.float64)).any())
     cats = vt.categories if categories is None else {c: frozenset(v) for c, v in categories.items()}
-    return ValidatedTable(kept, vt.schema, vt.name, nan, unseen, cats, vt.dtypes, has_nan)
+    return replace(vt, data=kept, nan=nan, unseen=unseen, categories=cats, has_nan=has_nan)
 
 
 def _nan_problem(col: str, rows: np.ndarray) -> str:
