@@ -89,7 +89,7 @@ class TableEncoder:
         if missing:
             raise TabmemError(f"saved encoder state: no categories for column(s) {missing}")
         enc._set_categories({c: [str(v) for v in state["categories"][c]] for c in schema.categorical})
-        stats = {k: np.array(state[k], dtype=np.float64).reshape(-1) for k in ("min", "max", "mean", "std")}
+        stats = {k: _float64(state[k]) for k in ("min", "max", "mean", "std")}
         for k, v in stats.items():
             if len(v) != len(schema.numerical):
                 raise TabmemError(
@@ -187,3 +187,10 @@ class TableEncoder:
             ok = codes[:, j] >= 0
             out[rows[ok], offsets[j] + codes[ok, j]] = scale
         return out
+
+
+def _float64(values: Any) -> np.ndarray:
+    """A 1-d float64 copy of a list, an array or a CPU tensor (format-1 generator files hold tensors)."""
+    if hasattr(values, "detach"):  # a torch tensor, without importing torch here
+        values = values.detach().cpu().numpy()
+    return np.array(values, dtype=np.float64).reshape(-1)

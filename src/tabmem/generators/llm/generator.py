@@ -225,22 +225,23 @@ class LLMGenerator(TabularGenerator):
             self._deferred = True
             return
         self._deferred = False
+        table = self._train_table  # train_clean, validated once by fit: the serializers use it as it is
         if self.serializer == "realtabformer":
-            ser = REaLTabFormerSerializer(numeric_precision=int(self.numeric_precision)).fit(train_clean, schema)
+            ser = REaLTabFormerSerializer(numeric_precision=int(self.numeric_precision)).fit(table, schema)
             self.serializer_ = ser
             self.tokenizer_json_ = ""
             self.special_tokens_ = {}
-            ids = ser.encode(train_clean, name="training")
+            ids = ser.encode(table, name="training")
             n = len(ids)
             seq = np.concatenate([np.full((n, 1), BOS_ID), ids, np.full((n, 1), EOS_ID)], axis=1)
             self._train_ids = torch.as_tensor(seq, dtype=torch.long)
             self.max_length_ = int(seq.shape[1])
             model = self._make_model(tf, vocab_size=len(ser.vocab_), n_positions=self.max_length_)
         else:
-            ser = GReaTSerializer(permute=True).fit(train_clean, schema)
+            ser = GReaTSerializer(permute=True).fit(table, schema)
             self.serializer_ = ser
             rng = np.random.default_rng(np.random.SeedSequence([self.seed_, 7]))
-            texts = ser.serialize(train_clean, rng=rng) + ser.serialize(train_clean, rng=rng)
+            texts = ser.serialize(table, rng=rng) + ser.serialize(table, rng=rng)
             if self.backbone is None:
                 tok = _train_bpe(texts, int(self.bpe_vocab_size))
                 self.tokenizer_json_ = tok.to_str()
