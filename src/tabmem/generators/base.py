@@ -24,19 +24,21 @@ callbacks, checkpoints, resume, batched sampling, output dtypes, save/load)::
 
 What the base class gives you inside these methods:
 
-* ``train_clean``: the training table validated once (by :meth:`fit`, or by the caller who passed a
-  :class:`~tabmem.data.schema.ValidatedTable`): numerical columns float64, categorical columns
-  canonical strings; never validate it again;
+* ``train_clean`` (``_build``'s argument): the training table validated once (by :meth:`fit`, or
+  by the caller who passed a :class:`~tabmem.data.schema.ValidatedTable`): numerical columns
+  float64, categorical columns canonical strings. Code that wants a table argument validated
+  passes ``self._train_table`` (the ``ValidatedTable``), which is not validated again;
 * ``self.encoder_``: a :class:`~tabmem.data.encoding.TableEncoder` fitted on the training table
   (``categories_``, ``codes(clean)``, ``min_``/``max_``/``mean_``/``std_``...);
 * ``self.schema_``, ``self.n_train_``, ``self.device_`` (a ``torch.device``);
 * ``self.torch_generator_`` (a ``torch.Generator`` on ``device_``) and ``self.rng_`` (a numpy
   ``Generator``): the ONLY randomness training may use (shuffling, noise, timesteps). Both are
-  saved in checkpoints (see :mod:`tabmem.generators._rng`). Never call ``np.random.*`` or the global ``torch`` RNG functions directly;
-  modules that use the global torch stream internally (``nn.init``, ``nn.Dropout``) are fine:
-  ``_build`` and ``_train_epoch`` run under a private copy of the global torch RNG that is
-  seeded from ``random_state``, checkpointed, and swapped out again afterwards, so the user's
-  global RNG is never touched.
+  saved in checkpoints (:mod:`tabmem.generators._rng` derives every stream from the seed). Never
+  call ``np.random.*`` or the global ``torch`` RNG functions directly; modules that use the
+  global torch stream internally (``nn.init``, ``nn.Dropout``) are fine: ``_build`` and
+  ``_train_epoch`` run under a private copy of the global torch RNG that is seeded from
+  ``random_state``, checkpointed, and swapped out again afterwards, so the user's global RNG is
+  never touched.
 * ``_sample_clean(n, generator)`` receives a fresh ``torch.Generator`` (seeded from
   ``sample(random_state=...)``) and runs in ``torch.inference_mode()`` with every module of the
   generator in eval mode (restored afterwards). It returns a DataFrame with the schema's columns:
@@ -70,7 +72,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from tabmem._checks import check_random_state
+from tabmem._checks import check_positive_int, check_random_state
 from tabmem._io import atomic_write
 from tabmem._registry import Registry
 from tabmem.callbacks import CallbackProtocol
@@ -233,12 +235,9 @@ class TabularGenerator:
         return f"{type(self).__name__}({args})"
 
     def _check_common_params(self) -> None:
-        epochs = getattr(self, "epochs", None)
-        if not isinstance(epochs, (int, np.integer)) or isinstance(epochs, bool) or epochs < 1:
-            raise TabmemError(f"{type(self).__name__}: epochs must be a positive integer, got {epochs!r}")
-        bs = getattr(self, "batch_size", 1)
-        if not isinstance(bs, (int, np.integer)) or isinstance(bs, bool) or bs < 1:
-            raise TabmemError(f"{type(self).__name__}: batch_size must be a positive integer, got {bs!r}")
+        cls = type(self).__name__
+        check_positive_int(f"{cls}: epochs", getattr(self, "epochs", None))
+        check_positive_int(f"{cls}: batch_size", getattr(self, "batch_size", 1))
         check_random_state(getattr(self, "random_state", None))
 
     @property
@@ -284,7 +283,7 @@ class TabularGenerator:
         if isinstance(train, ValidatedTable):
             schema = train.schema if schema is None else schema
         elif not isinstance(train, pd.DataFrame):
-            raise TabmemError(f"fit: train must be a pandas DataFrame, got {type(train).__name__}")
+            raise TabmemError(f"fit: train must be a pandas DataFrame or a ValidatedTable, got {type(train).__name__}")
         if schema is None:
             schema = Schema.infer(train)
         elif not isinstance(schema, Schema):
@@ -406,15 +405,15 @@ class TabularGenerator:
         """``n`` synthetic rows with the training columns, kinds and dtypes.
 
         Categories come only from the training table; numerical columns are float, rounded back
-        to integers where the training column was an integer dtype. The same ``random_state``
+        to integers where the training column was an integer dtype (every rule:
+        :mod:`tabmem.data.dtypes`). The same ``random_state``
         gives the same rows; ``None`` draws fresh randomness. Sampling never touches the
         training RNG, the global RNG or the train/eval modes (it restores all of them), so a
         callback may sample mid-training without changing the training trajectory.
         """
         if not self.is_fitted and getattr(self, "_train_clean", None) is None:
             raise TabmemError(f"{type(self).__name__} is not fitted: call fit() or load() first")
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise TabmemError(f"sample: n must be a positive integer, got {n!r}")
+        check_positive_int("sample: n", n)
         seed = check_random_state(random_state)
         if seed is None:
             seed = fresh_seed()
