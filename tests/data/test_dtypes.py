@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tabmem.data.dtypes import restore_categorical, restore_dtypes, restore_numerical
+from tabmem.data.dtypes import category_dtypes, restore_categorical, restore_dtypes, restore_numerical
 from tabmem.data.schema import NA_CATEGORY, Schema, validate
 
 PANDAS_3 = int(pd.__version__.split(".")[0]) >= 3
@@ -48,7 +48,7 @@ def _table() -> tuple[pd.DataFrame, Schema]:
 
 def _round_trip(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     vt = validate(df, schema, name="training", nan="match")
-    return restore_dtypes(vt.data, schema, vt.dtypes, category_dtypes=vt.category_dtypes)
+    return restore_dtypes(vt.data, schema, vt.dtypes, category_dtypes=category_dtypes(vt))
 
 
 @pytest.mark.parametrize("column", [*CATEGORICAL, *NUMERICAL])
@@ -66,13 +66,17 @@ def test_round_trip_of_the_whole_table_and_category_levels():
     assert back["category_str_na"].isna().tolist() == [False, True, False, False]
 
 
-def test_validation_records_category_levels():
+def test_category_levels_are_recorded_from_the_table_as_given():
     df, schema = _table()
     vt = validate(df, schema, nan="match")
-    assert vt.category_dtypes == {
-        "category_int": {"categories": [3, 2, 1, 0], "ordered": True},
-        "category_str_na": {"categories": ["lo", "mid", "hi"], "ordered": False},
-    }
+    assert (
+        category_dtypes(vt)
+        == category_dtypes(df)
+        == {
+            "category_int": {"categories": [3, 2, 1, 0], "ordered": True},
+            "category_str_na": {"categories": ["lo", "mid", "hi"], "ordered": False},
+        }
+    )
     assert vt.dtypes["str"] == ("str" if PANDAS_3 else "object") and vt.dtypes["boolean_na"] == "boolean"
 
 

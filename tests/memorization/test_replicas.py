@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from tabmem import Schema
 from tabmem.memorization.replicas import ReplicaDetector, gini, mem_auc_exact, mem_auc_trapz10, memorization_rate
+from tabmem.neighbors.distances import DISTANCES as REGISTERED_DISTANCES
 
 SCHEMA = Schema(("x", "y", "c", "t"), ("x", "y"), ("c", "t"), "t", "binclass")
-DISTANCES = ["fang2024", "gower", "l2"]
+DISTANCES = REGISTERED_DISTANCES.names()  # every registered distance is held to the brute force
 
 
 def train_table() -> pd.DataFrame:

@@ -14,6 +14,7 @@ from scipy.spatial.distance import cdist
 from scipy.stats import ks_2samp, wasserstein_distance
 from sklearn.metrics.pairwise import rbf_kernel
 
+from reference_libs import require
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema
 from tabmem.errors import SchemaError, TabmemError
@@ -171,8 +172,9 @@ def test_alpha_beta_metrics_on_tables():
 
 
 # ----------------------------------------------------------------------------------- C2ST
+@pytest.mark.reference
 def test_c2st_equals_sdmetrics_logistic_detection_with_the_same_folds(monkeypatch):
-    pytest.importorskip("sdmetrics")
+    require("sdmetrics")
     import sdmetrics.single_table.detection.base as det_base
     from sdmetrics.single_table import LogisticDetection as SDLogisticDetection
     from sklearn.model_selection import StratifiedKFold

@@ -7,15 +7,17 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from metric_tables import perturbed_resample, sdmetrics_metadata
 from scipy.stats import ks_2samp
 
-from conftest import perturbed_resample, sdmetrics_metadata
+from reference_libs import require
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics.shape import Shape, ks_complement, ks_statistic, total_variation, tv_complement
 from tabmem.metrics.trend import Trend, cramers_v, discretize
 
-sdmetrics = pytest.importorskip("sdmetrics")
+pytestmark = pytest.mark.reference
+sdmetrics = require("sdmetrics")
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", FutureWarning)
     from sdmetrics.reports.single_table import QualityReport  # noqa: E402

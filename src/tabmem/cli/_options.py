@@ -33,6 +33,8 @@ __all__ = [
     "prepare_out_dir",
     "read_user_table",
     "schema_options",
+    "seed_option",
+    "torch_options",
     "training_table_options",
     "MEMORY_GB",
 ]
@@ -68,6 +70,23 @@ class _NJobs(click.ParamType):
 NJOBS = _NJobs()
 #: working memory in GiB: at least 16 MiB (below that the search would run row by row), at most 1 TiB
 MEMORY_GB = click.FloatRange(min=1 / 64, max=1024)
+
+
+def seed_option(help: str) -> Callable[[Callable], Callable]:
+    """``--seed`` (a non-negative integer, default 0): same seed, same output."""
+    return click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help=help)
+
+
+def torch_options(f: Callable) -> Callable:
+    """``--threads`` and ``--device`` of the commands that run a torch model."""
+    f = click.option("--device", default=None, help="cpu, cuda or auto (default auto: cuda when present).")(f)
+    f = click.option(
+        "--threads",
+        type=click.IntRange(min=1),
+        default=None,
+        help="torch CPU threads (default: the CPUs this process may use).",
+    )(f)
+    return f
 
 
 def _encoding_option(f: Callable) -> Callable:

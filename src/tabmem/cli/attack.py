@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from tabmem._io import write_frame, write_json
-from tabmem.cli._options import NJOBS, column_names, prepare_out_dir, read_user_table, schema_options
+from tabmem.cli._options import NJOBS, column_names, prepare_out_dir, read_user_table, schema_options, seed_option
 from tabmem.errors import TabmemError
 
 
@@ -40,7 +40,7 @@ from tabmem.errors import TabmemError
     type=click.IntRange(min=0),
     help="Bootstrap resamples of the AUC CI (0: no CI).",
 )
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the bootstrap.")
+@seed_option("Seed of the bootstrap.")
 @click.option("--n-jobs", default=2, show_default=True, type=NJOBS, help="Workers of the neighbour searches (-1: all).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
 def attack(

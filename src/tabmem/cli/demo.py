@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tabmem._io import write_frame, write_json
-from tabmem.cli._options import prepare_out_dir
+from tabmem.cli._options import prepare_out_dir, seed_option
 from tabmem.cli.audit import summary_table, write_outputs
 from tabmem.data.datasets import load_dataset
 from tabmem.data.schema import Schema
@@ -80,7 +80,7 @@ def audit_and_quality(
 @click.option("--epochs", type=int, default=None, help="TabDDPM training epochs (default: the demo's setting).")
 @click.option("--no-generator", is_flag=True, help="Skip training the TabDDPM generator.")
 @click.option("--no-quality", is_flag=True, help="Skip the quality metrics.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@seed_option("Random seed of the demo's resample and generator.")
 def demo(out, distance, epochs, no_generator, no_quality, seed) -> None:
     """Audit synthetic data for memorization on the embedded diabetes dataset."""
     console = Console()

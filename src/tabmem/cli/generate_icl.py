@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from tabmem.cli._options import seed_option
 from tabmem.errors import TabmemError
 
 
@@ -35,7 +36,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--no-stats", is_flag=True, help="Leave summary statistics out of the prompt.")
 @click.option("--categorical", multiple=True, help="Columns to treat as categorical (comma-separated or repeated).")
 @click.option("--numerical", multiple=True, help="Columns to treat as numerical.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the context choice and request seeds.")
+@seed_option("Seed of the context choice and request seeds.")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output table (CSV/Parquet).")
 def generate_icl(
     train_path: str,

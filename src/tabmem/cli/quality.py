@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from tabmem.cli._options import NJOBS, column_names, prepare_out_dir, read_user_table, schema_options
+from tabmem.cli._options import NJOBS, column_names, prepare_out_dir, read_user_table, schema_options, seed_option
 
 
 @click.command("quality")
@@ -42,13 +42,7 @@ from tabmem.cli._options import NJOBS, column_names, prepare_out_dir, read_user_
     show_default=True,
     help="XGBoost grid for MLE.",
 )
-@click.option(
-    "--seed",
-    default=0,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help="Random seed (MLE split, MMD subsample, C2ST folds, projections).",
-)
+@seed_option("Random seed (MLE split, MMD subsample, C2ST folds, projections).")
 @click.option(
     "--n-jobs", default=1, show_default=True, type=NJOBS, help="Threads for XGBoost / neighbour search (-1: all)."
 )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from tabmem.cli._options import default_threads, seed_option, torch_options
 from tabmem.errors import TabmemError
 
 
@@ -18,13 +19,7 @@ from tabmem.errors import TabmemError
     help="A `tabmem train` output directory or a model .pt file.",
 )
 @click.option("--n", "n_rows", type=click.IntRange(min=1), required=True, help="Number of rows to draw.")
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Random seed (same seed, same rows on CPU).",
-)
+@seed_option("Random seed (same seed, same rows on CPU).")
 @click.option(
     "--batch-size",
     type=click.IntRange(min=1),
@@ -45,8 +40,7 @@ from tabmem.errors import TabmemError
     metavar="PMIN,PMAX",
     help="Post-process numerical cells with the Digit Modifier (LevAtt paper), e.g. 0.05,0.1.",
 )
-@click.option("--device", default=None, help="cpu, cuda or auto (default: as saved).")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="torch CPU threads.")
+@torch_options
 @click.option(
     "--out",
     "out_path",
@@ -71,8 +65,7 @@ def sample(
     from tabmem.data.io import write_table
     from tabmem.generators import load_generator
 
-    if threads:
-        torch.set_num_threads(threads)
+    torch.set_num_threads(threads or default_threads())
     if out_path.suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise TabmemError(f"--out must end in .csv or .parquet, got {out_path.name!r}")
     gen = load_generator(model_path, device=device)

@@ -13,7 +13,15 @@ from typing import Any
 
 import click
 
-from tabmem.cli._options import load_training_table, prepare_out_dir, read_user_table, training_table_options
+from tabmem.cli._options import (
+    default_threads,
+    load_training_table,
+    prepare_out_dir,
+    read_user_table,
+    seed_option,
+    torch_options,
+    training_table_options,
+)
 from tabmem.errors import TabmemError
 from tabmem.neighbors.distances import DISTANCES
 
@@ -68,13 +76,7 @@ def _parse_params(items: tuple[str, ...]) -> dict[str, Any]:
     help="Override a generator parameter (JSON values), repeatable: --param lr=1e-3 --param layers=[512,512].",
 )
 @click.option("--epochs", type=click.IntRange(min=1), default=None, help="Number of epochs (default: the preset's).")
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Random seed (same seed, same model and samples on CPU).",
-)
+@seed_option("Random seed (same seed, same model and samples on CPU).")
 @click.option(
     "--track-every",
     type=click.IntRange(min=0),
@@ -97,8 +99,7 @@ def _parse_params(items: tuple[str, ...]) -> dict[str, Any]:
     default=None,
     help="Checkpoint every N epochs (default: --track-every, else epochs/10).",
 )
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="torch CPU threads (default: torch's).")
-@click.option("--device", default=None, help="cpu, cuda or auto (default auto: cuda when present).")
+@torch_options
 @click.option(
     "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output directory."
 )
@@ -149,8 +150,7 @@ def train(
         holdout = read_user_table(holdout_path, encoding=encoding, option="--holdout")
         source["holdout"] = str(holdout_path)
     prepare_out_dir(out_dir)
-    if threads:
-        torch.set_num_threads(threads)
+    torch.set_num_threads(threads or default_threads())
     p = _parse_params(params)
     if epochs is not None:
         p["epochs"] = epochs

@@ -1,8 +1,8 @@
 """Give a generated table back in the dtypes of the training table.
 
 :func:`~tabmem.data.schema.validate` records the original dtypes of a table
-(``ValidatedTable.dtypes``, plus the levels of ``category`` columns in
-``ValidatedTable.category_dtypes``) before turning it into its clean form: numerical columns
+(``ValidatedTable.dtypes``; :func:`category_dtypes` adds the levels of ``category`` columns)
+before turning it into its clean form: numerical columns
 float64, categorical columns canonical strings with ``"<NA>"`` for a missing value. Generators
 work on the clean form; :func:`restore_dtypes` is the inverse, from a clean generated table to
 the user's dtypes.
@@ -42,11 +42,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabmem.data.schema import NA_CATEGORY, Schema, canonical_category
+from tabmem.data.schema import NA_CATEGORY, Schema, ValidatedTable, canonical_category, raw_frame
 
-__all__ = ["restore_dtypes", "restore_numerical", "restore_categorical"]
+__all__ = ["category_dtypes", "restore_dtypes", "restore_numerical", "restore_categorical"]
 
 _PANDAS_3 = int(pd.__version__.split(".")[0]) >= 3
+
+
+def category_dtypes(table: pd.DataFrame | ValidatedTable) -> dict[str, dict[str, Any]]:
+    """Levels and order of each ``category`` column: ``{col: {"categories": [...], "ordered": bool}}``.
+
+    A :class:`~tabmem.data.schema.ValidatedTable` is read through its ``source`` (the table as
+    given). Only levels that are plain Python values (str, int, float, bool) are recorded, so that
+    the record can be saved with a model and loaded with ``torch.load(weights_only=True)``; other
+    ``category`` columns are restored with the generated values as levels.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for col, dtype in raw_frame(table).dtypes.items():
+        if isinstance(dtype, pd.CategoricalDtype):
+            levels = dtype.categories.tolist()
+            if all(isinstance(v, (str, int, float, bool)) for v in levels):
+                out[str(col)] = {"categories": levels, "ordered": bool(dtype.ordered)}
+    return out
 
 
 def restore_dtypes(
@@ -106,7 +123,7 @@ def restore_numerical(values: np.ndarray, dtype: str) -> Any:
 def restore_categorical(values: np.ndarray, dtype: str, levels: Mapping[str, Any] | None = None) -> Any:
     """Canonical category strings of a categorical column in the training dtype ``dtype`` (module rules).
 
-    ``levels`` is the column's entry of ``ValidatedTable.category_dtypes`` (``category`` columns only).
+    ``levels`` is the column's entry of :func:`category_dtypes` (``category`` columns only).
     """
     values = np.asarray(values, dtype=object)
     na = values == NA_CATEGORY

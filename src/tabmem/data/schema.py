@@ -23,7 +23,7 @@ missing value is the category ``"<NA>"``. This removes the dtype trap of the pap
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
@@ -247,11 +247,12 @@ class ValidatedTable:
 
     ``data`` is the clean frame (schema column order; numerical float64, categorical canonical
     strings; index = 0-based row positions in the original table, so dropped rows keep their
-    ids). ``dtypes`` are the original table's column dtypes (names, ``str(dtype)``) and
-    ``category_dtypes`` the levels and order of its ``category`` columns, so that generated
-    tables can be given back in the user's dtypes (:func:`tabmem.data.dtypes.restore_dtypes`).
-    ``categories`` are the allowed categories it was checked against (``None``: not checked
-    against any) and ``unseen`` what was done with others.
+    ids). ``dtypes`` are the original table's column dtypes (names, ``str(dtype)``; generated
+    tables are given back in them by :func:`tabmem.data.dtypes.restore_dtypes`). ``categories``
+    are the allowed categories it was checked against (``None``: not checked against any) and
+    ``unseen`` what was done with others. ``source`` is
+    the table as given (its kept rows with their original values and dtypes; a reference, not a
+    copy) for the few consumers defined on raw values (the papers' string formats).
     """
 
     data: pd.DataFrame
@@ -262,7 +263,7 @@ class ValidatedTable:
     categories: dict[str, frozenset[str]] | None
     dtypes: dict[str, str]
     has_nan: bool
-    category_dtypes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source: pd.DataFrame | None = None
 
     def __len__(self) -> int:
         return len(self.data)
@@ -301,27 +302,11 @@ def validate(
         table = table.data  # another schema: validate its clean values afresh
     clean = _validate_raw(table, schema, name=name, categories=categories, nan=nan, unseen=unseen, extra=extra)
     dtypes = {str(c): str(dt) for c, dt in table.dtypes.items()}
-    levels = _category_dtypes(table)
     num = list(schema.numerical)
     has_nan = bool(num) and bool(np.isnan(clean[num].to_numpy(dtype=np.float64)).any())
     cats = None if categories is None else {c: frozenset(v) for c, v in categories.items()}
-    return ValidatedTable(clean, schema, name, nan, unseen, cats, dtypes, has_nan, levels)
-
-
-def _category_dtypes(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Levels and order of each ``category`` column of ``table``: ``{col: {"categories": [...], "ordered": bool}}``.
-
-    Only levels that are plain Python values (str, int, float, bool) are recorded, so that the
-    record can be saved with a model and loaded with ``torch.load(weights_only=True)``; other
-    ``category`` columns are restored with the generated values as levels.
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for col, dtype in table.dtypes.items():
-        if isinstance(dtype, pd.CategoricalDtype):
-            levels = dtype.categories.tolist()
-            if all(isinstance(v, (str, int, float, bool)) for v in levels):
-                out[str(col)] = {"categories": levels, "ordered": bool(dtype.ordered)}
-    return out
+    source = table if len(clean) == len(table) else table.iloc[clean.index.to_numpy()]
+    return ValidatedTable(clean, schema, name, nan, unseen, cats, dtypes, has_nan, source)
 
 
 # number of validate() calls, read by the tests that prove each table is validated once
@@ -331,6 +316,13 @@ _COUNTER = [0]
 def as_frame(table: pd.DataFrame | ValidatedTable) -> pd.DataFrame:
     """The frame behind ``table`` (its clean data when it is a :class:`ValidatedTable`)."""
     return table.data if isinstance(table, ValidatedTable) else table
+
+
+def raw_frame(table: pd.DataFrame | ValidatedTable) -> pd.DataFrame:
+    """The table with its original values (a validated table's ``source``, else its clean data)."""
+    if isinstance(table, ValidatedTable):
+        return table.source if table.source is not None else table.data
+    return table
 
 
 def concat_validated(parts: Sequence[ValidatedTable], *, name: str) -> ValidatedTable:
@@ -348,10 +340,12 @@ def concat_validated(parts: Sequence[ValidatedTable], *, name: str) -> Validated
     nan: NanPolicy = "match" if any(p.nan == "match" for p in parts) else parts[0].nan
     unseen: UnseenPolicy = "mismatch" if any(p.unseen == "mismatch" for p in parts) else parts[0].unseen
     cats = parts[0].categories if all(p.categories == parts[0].categories for p in parts) else None
+    source = None
+    if all(p.source is not None for p in parts):
+        cols = list(schema.columns)
+        source = pd.concat([p.source.rename(columns=str)[cols] for p in parts], ignore_index=True)  # type: ignore[union-attr]
     has_nan = any(p.has_nan for p in parts)
-    return ValidatedTable(
-        data, schema, name, nan, unseen, cats, dict(parts[0].dtypes), has_nan, parts[0].category_dtypes
-    )
+    return ValidatedTable(data, schema, name, nan, unseen, cats, dict(parts[0].dtypes), has_nan, source)
 
 
 def _recheck(
@@ -387,14 +381,15 @@ def _recheck(
         if categories is None or unseen == "mismatch":
             return vt
         cats = {c: frozenset(v) for c, v in categories.items()}
-        return replace(vt, unseen=unseen, categories=cats)
+        return ValidatedTable(vt.data, vt.schema, vt.name, vt.nan, unseen, cats, vt.dtypes, vt.has_nan, vt.source)
     kept = data.loc[~drop]
     if len(kept) == 0:
         raise SchemaError(vt.name, ["no rows left after dropping rows with missing values or unseen categories"])
     num = list(vt.schema.numerical)
     has_nan = bool(num) and bool(np.isnan(kept[num].to_numpy(dtype=np.float64)).any())
     cats = vt.categories if categories is None else {c: frozenset(v) for c, v in categories.items()}
-    return replace(vt, data=kept, nan=nan, unseen=unseen, categories=cats, has_nan=has_nan)
+    source = None if vt.source is None else vt.source.iloc[np.flatnonzero(~drop)]
+    return ValidatedTable(kept, vt.schema, vt.name, nan, unseen, cats, vt.dtypes, has_nan, source)
 
 
 def _nan_problem(col: str, rows: np.ndarray) -> str:

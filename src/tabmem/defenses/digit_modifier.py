@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem.data.schema import Schema
+from tabmem.defenses.registry import register_defense
 from tabmem.errors import TabmemError
 
 Scale = Literal["magnitude", "log", "rank"]
@@ -65,6 +66,7 @@ def flip_digits(strings: Sequence[str], prob: np.ndarray, rng: np.random.Generat
     return [b.decode("ascii") for b in buf.view(f"S{width}").ravel()]
 
 
+@register_defense("digit_modifier")
 class DigitModifier:
     """Flip digits of synthetic numerical cells with a magnitude-dependent probability (LevAtt paper, DM).
 
@@ -77,6 +79,8 @@ class DigitModifier:
             :meth:`fit`, else every numeric (non-bool) column of the table.
         random_state: seed; the same seed and table give the same output.
     """
+
+    stage = "postprocess"
 
     def __init__(
         self,

@@ -20,6 +20,7 @@ from typing import Literal
 
 import torch
 
+from tabmem.defenses.registry import register_defense
 from tabmem.errors import TabmemError
 
 try:  # transformers is an optional dependency (extra "llm"); the processor also works standalone.
@@ -30,6 +31,7 @@ except ImportError:  # pragma: no cover - exercised only without transformers
 Normalize = Literal["row", "batch"]
 
 
+@register_defense("tlp")
 class TendencyLogitsProcessor(_Base):  # type: ignore[misc,valid-type]
     """Warp next-token logits with the tendency ``t`` (LevAtt paper, TLP).
 
@@ -50,6 +52,8 @@ class TendencyLogitsProcessor(_Base):  # type: ignore[misc,valid-type]
         >>> tlp(None, torch.tensor([[0.0, 1.0, 4.0, float("-inf")]]))
         tensor([[0., 2., 4., -inf]])
     """
+
+    stage = "decoding"
 
     def __init__(self, tendency: float, normalize: Normalize = "row") -> None:
         if isinstance(tendency, bool) or not isinstance(tendency, (int, float)):

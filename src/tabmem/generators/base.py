@@ -76,7 +76,7 @@ from tabmem._checks import check_positive_int, check_random_state
 from tabmem._io import atomic_write
 from tabmem._registry import Registry
 from tabmem.callbacks import CallbackProtocol
-from tabmem.data.dtypes import restore_dtypes
+from tabmem.data.dtypes import category_dtypes, restore_dtypes
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema, ValidatedTable, validate
 from tabmem.errors import ParameterError, TabmemError
@@ -379,7 +379,7 @@ class TabularGenerator:
         self.n_train_ = int(len(table))
         self.fingerprint_ = _table_fingerprint(table.data)
         self.dtypes_ = {c: table.dtypes[c] for c in schema.columns}
-        self.category_dtypes_ = {c: v for c, v in table.category_dtypes.items() if c in schema.categorical}
+        self.category_dtypes_ = {c: v for c, v in category_dtypes(table).items() if c in schema.categorical}
 
     def _check_resume(self, ckpt: dict[str, Any]) -> None:
         if ckpt.get("class") != self.name:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tabmem.data.schema import NA_CATEGORY, Schema, canonical_category
+from tabmem.data.schema import NA_CATEGORY, Schema, canonical_category, raw_frame
 from tabmem.data.serialization.base import ParseResult, RowSerializer, register_serializer
 from tabmem.data.serialization.canonical import join_columns
 from tabmem.errors import SchemaError
@@ -33,6 +33,7 @@ class _PaperSerializer(RowSerializer):
     delimiter: str = ","
 
     def _fit(self, train_df: pd.DataFrame, schema: Schema) -> None:
+        train_df = raw_frame(train_df)  # the papers' formats are defined on the values as given
         cols = schema.numerical if self.numeric_only else schema.columns
         self.columns_ = tuple(c for c in schema.columns if c in cols)
         missing = [c for c in self.columns_ if c not in train_df.columns]
@@ -61,6 +62,7 @@ class _PaperSerializer(RowSerializer):
 
     def serialize(self, df: pd.DataFrame, *, name: str = "table") -> list[str]:
         self._check_fitted()
+        df = raw_frame(df)
         missing = [c for c in self.columns_ if c not in df.columns]
         if missing:
             raise SchemaError(name, [f"missing column(s): {', '.join(map(repr, missing))}"])
