@@ -17,14 +17,17 @@ from hypothesis import strategies as st
 
 import tabmem.data.datasets as ds
 from tabmem.data.datasets import (
+    DATASETS,
     ChecksumMismatchError,
     DataFile,
     Dataset,
+    catalogue,
     list_datasets,
     load_dataset,
     load_table_with_schema,
     register_dataset,
 )
+from tabmem.data.datasets import files as ds_files
 from tabmem.data.io import EXACT_FLOATS
 from tabmem.data.schema import validate_table
 from tabmem.errors import DataUnavailableError, SchemaError, TabmemError
@@ -283,7 +286,7 @@ def test_derived_files_are_rederived_when_absent(shared_data_dir, loaded, tmp_pa
             for s in ("train", "val", "test")
         }
         table = pd.read_csv(shared_data_dir / "wilt/wilt.csv")
-        again = ds.derive_tabddpm_split(table, ds.WILT_COLUMNS[:5], "Class", files, target_offset=1.0)
+        again = ds.derive_tabddpm_split(table, catalogue.WILT_COLUMNS[:5], "Class", files, target_offset=1.0)
         np.testing.assert_array_equal(again["ambiguous"], stored["ambiguous"])
         clear = stored["ambiguous"] == 0
         np.testing.assert_array_equal(again.loc[clear, "split"], stored.loc[clear, "split"])
@@ -310,7 +313,7 @@ class FakeWeb:
         assert timeout > 0
         if any(f in url for f in self.fail):
             raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
-        for spec in ds._REGISTRY.values():
+        for spec in DATASETS.specs():
             for f in spec.files:
                 if url in f.urls:
                     payload = (self.root / spec.name / f.path).read_bytes()
@@ -320,7 +323,7 @@ class FakeWeb:
 
 def test_download_into_cache_verified_and_atomic(shared_data_dir, tmp_path, monkeypatch, loaded):
     web = FakeWeb(shared_data_dir)
-    monkeypatch.setattr(ds, "_fetch", web)
+    monkeypatch.setattr(ds_files, "_fetch", web)
     d = load_dataset("adult", data_dir=tmp_path / "empty", cache_dir=tmp_path / "cache")
     assert len(web.calls) == 2 and all(u.startswith("https://archive.ics.uci.edu/") for u in web.calls)
     for name in ("adult.data", "adult.test"):
@@ -337,7 +340,7 @@ def test_download_into_cache_verified_and_atomic(shared_data_dir, tmp_path, monk
 
 def test_download_falls_back_to_the_mirror(shared_data_dir, tmp_path, monkeypatch):
     web = FakeWeb(shared_data_dir, fail={"archive.ics.uci.edu"})
-    monkeypatch.setattr(ds, "_fetch", web)
+    monkeypatch.setattr(ds_files, "_fetch", web)
     d = load_dataset("casp", cache_dir=tmp_path / "cache", data_dir=tmp_path / "empty")
     assert len(d.train) == 36_584
     assert [u.split("/")[2] for u in web.calls] == ["archive.ics.uci.edu", "raw.githubusercontent.com"]
@@ -345,7 +348,7 @@ def test_download_falls_back_to_the_mirror(shared_data_dir, tmp_path, monkeypatc
 
 def test_download_rederives_wilt_split_from_npy(shared_data_dir, tmp_path, monkeypatch, loaded):
     web = FakeWeb(shared_data_dir)
-    monkeypatch.setattr(ds, "_fetch", web)
+    monkeypatch.setattr(ds_files, "_fetch", web)
     d = load_dataset("wilt", cache_dir=tmp_path / "cache", data_dir=tmp_path / "empty")
     assert len(web.calls) == 7 and not (tmp_path / "cache/wilt/split_tabddpm.csv").exists()
     assert {s: len(f) for s, f in d.splits.items()} == {"train": 3_096, "val": 775, "test": 968}
@@ -363,14 +366,14 @@ def test_interrupted_stream_leaves_no_partial_file(shared_data_dir, tmp_path, mo
                 raise ConnectionResetError("Connection reset by peer")
             yield payload[i : i + (1 << 16)]
 
-    monkeypatch.setattr(ds, "_fetch", chunked)
+    monkeypatch.setattr(ds_files, "_fetch", chunked)
     d = load_dataset("casp", cache_dir=tmp_path / "cache", data_dir=tmp_path / "empty")
     assert len(d.test) == 9_146 and len(calls) == 2
     assert sorted(p.name for p in (tmp_path / "cache/casp").iterdir()) == ["CASP.csv"]
 
 
 def test_checksum_mismatch_saves_nothing(shared_data_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr(ds, "_fetch", FakeWeb(shared_data_dir, corrupt={"shoppers", "00468"}))
+    monkeypatch.setattr(ds_files, "_fetch", FakeWeb(shared_data_dir, corrupt={"shoppers", "00468"}))
     with pytest.raises(ChecksumMismatchError, match="checksum is wrong") as err:
         load_dataset("shoppers", cache_dir=tmp_path / "cache", data_dir=tmp_path / "empty")
     assert "b3055ee355f59134d851d32641183cb4a8b45def7124d2f50442a042f358e0d9" in str(err.value)
@@ -378,7 +381,7 @@ def test_checksum_mismatch_saves_nothing(shared_data_dir, tmp_path, monkeypatch)
 
 
 def test_offline_gives_clear_error(shared_data_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr(ds, "_fetch", FakeWeb(shared_data_dir, fail={"https://"}))
+    monkeypatch.setattr(ds_files, "_fetch", FakeWeb(shared_data_dir, fail={"https://"}))
     with pytest.raises(DataUnavailableError) as err:
         load_dataset("adult", cache_dir=tmp_path / "cache", data_dir=tmp_path / "mydata")
     msg = str(err.value)
@@ -388,7 +391,7 @@ def test_offline_gives_clear_error(shared_data_dir, tmp_path, monkeypatch):
 
 def test_no_download_when_disabled_or_impossible(shared_data_dir, tmp_path, monkeypatch):
     web = FakeWeb(shared_data_dir)
-    monkeypatch.setattr(ds, "_fetch", web)
+    monkeypatch.setattr(ds_files, "_fetch", web)
     with pytest.raises(DataUnavailableError, match="download=False"):
         load_dataset("adult", cache_dir=tmp_path / "cache", data_dir=tmp_path / "empty", download=False)
     with pytest.raises(DataUnavailableError, match="Kaggle"):
@@ -472,7 +475,8 @@ def test_register_dataset_and_errors(tmp_path):
         with pytest.raises(TabmemError, match=r"missing \['test'\], unknown \['validation'\]"):
             load_dataset("toy_dataset", data_dir=tmp_path)
     finally:
-        ds._REGISTRY.pop("toy_dataset", None)
+        if "toy_dataset" in DATASETS:
+            DATASETS.unregister("toy_dataset")
     with pytest.raises(ValueError, match="categorical exactly when"):
         register_dataset("bad", task="regression", target="y", columns=["y"], categorical=["y"])
     with pytest.raises(ValueError, match="not one of the columns"):
@@ -564,7 +568,7 @@ def test_tabmem_datasets_alias():
 
 
 def test_unusable_cache_dir_is_reported(shared_data_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr(ds, "_fetch", FakeWeb(shared_data_dir))
+    monkeypatch.setattr(ds_files, "_fetch", FakeWeb(shared_data_dir))
     (tmp_path / "a_file").write_text("not a directory")
     with pytest.raises(DataUnavailableError, match="cannot create the dataset cache"):
         load_dataset("casp", cache_dir=tmp_path / "a_file", data_dir=tmp_path / "empty")

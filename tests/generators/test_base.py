@@ -6,11 +6,14 @@ dropout layer, so the private global-RNG handling is exercised too).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
+from tabmem.data.io import EXACT_FLOATS
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.generators import (
@@ -221,6 +224,26 @@ def test_save_load_roundtrip(toy_table, tmp_path):
         ToyGenerator().save(tmp_path / "x.pt")
     with pytest.raises(TabmemError, match="not fitted"):
         ToyGenerator().sample(3)
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_format1_file_loads_and_fit_is_unchanged(toy_table, tmp_path):
+    """``data/toy_format1.pt`` and its sample were written by tabmem before format 2 (encoder statistics
+    as tensors, no category levels): it still loads and samples the same rows, a fit with the same seed
+    today gives the same rows, and saving it again writes format 2."""
+    assert torch.load(DATA / "toy_format1.pt", weights_only=True)["version"] == 1
+    expected = pd.read_csv(DATA / "toy_format1_sample.csv", **EXACT_FLOATS)
+    old = load_generator(DATA / "toy_format1.pt")
+    pd.testing.assert_frame_equal(old.sample(50, random_state=8), expected, check_exact=True, check_dtype=False)
+    df, schema = toy_table
+    fresh = ToyGenerator(random_state=4).fit(df, schema)
+    assert same(weights(old), weights(fresh))
+    pd.testing.assert_frame_equal(fresh.sample(50, random_state=8), old.sample(50, random_state=8))
+    resaved = old.save(tmp_path / "m.pt")
+    assert torch.load(resaved, weights_only=True)["version"] == 2
+    pd.testing.assert_frame_equal(load_generator(resaved).sample(50, random_state=8), old.sample(50, random_state=8))
 
 
 def test_bad_arguments(toy_table):

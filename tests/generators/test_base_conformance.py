@@ -110,3 +110,54 @@ def test_resume_and_measurement_invariance(name, table, tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(weights(full), weights(resumed))), (
         f"{name}: resume (with mid-training sampling) differs"
     )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_training_table_is_validated_once(name, table, monkeypatch):
+    """fit validates a DataFrame once (not again in the encoder or the model's own transformer); a
+    ValidatedTable is not validated again and trains exactly the same model."""
+    import tabmem.data.schema as schema_module
+
+    df, schema = table
+    calls = []
+    real = schema_module._validate_raw
+
+    def counting(frame, sch, **kw):
+        calls.append(kw.get("name"))
+        return real(frame, sch, **kw)
+
+    monkeypatch.setattr(schema_module, "_validate_raw", counting)
+    from_frame = make(name, random_state=3).fit(df, schema)
+    assert calls == ["training"], f"{name}: the training table was validated {len(calls)} times: {calls}"
+    vt = schema_module.validate(df, schema, name="training", nan="error")
+    calls.clear()
+    from_validated = make(name, random_state=3).fit(vt)
+    assert calls == [], f"{name}: a ValidatedTable was validated again: {calls}"
+    assert all(torch.equal(a, b) for a, b in zip(weights(from_frame), weights(from_validated)))
+    pd.testing.assert_frame_equal(from_frame.sample(30, random_state=2), from_validated.sample(30, random_state=2))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_samples_come_back_in_the_training_dtypes(name, tmp_path):
+    """pandas 3 ``str``, nullable ``Int64``/``boolean``, ``category`` (levels and order), object and
+    missing categories: every sampled column has its training column's dtype, also after save/load."""
+    rng = np.random.default_rng(5)
+    n = 60
+    df = pd.DataFrame(
+        {
+            "num": rng.normal(0, 1, n),
+            "count": pd.array(rng.integers(0, 50, n), dtype="Int64"),
+            "city": pd.Series(rng.choice(["Oslo", "Rome", None], n), dtype="str"),
+            "label": pd.Series(rng.choice(["u", "v"], n), dtype=object),
+            "grade": pd.Series(pd.Categorical(rng.choice([3, 1, 2], n), categories=[3, 2, 1, 0], ordered=True)),
+            "code": pd.array(np.where(rng.random(n) < 0.2, None, rng.integers(1, 3, n)), dtype="Int64"),
+            "flag": pd.array(np.where(rng.random(n) < 0.2, None, rng.random(n) < 0.5), dtype="boolean"),
+        }
+    )
+    schema = Schema.infer(df, categorical=["code"], numerical=["count"])
+    gen = make(name, epochs=1, random_state=0).fit(df, schema)
+    for out in (gen.sample(40, random_state=1), load_generator(gen.save(tmp_path / "m.pt")).sample(40, random_state=1)):
+        assert dict(out.dtypes.astype(str)) == dict(df.dtypes.astype(str))
+        assert out["grade"].cat.categories.tolist() == [3, 2, 1, 0] and out["grade"].cat.ordered
+        for col in ("city", "label", "grade", "code", "flag"):
+            assert set(out[col].dropna()) <= set(df[col].dropna())

@@ -3,17 +3,22 @@
 :class:`TableEncoder` learns from the training table everything that later encodings need
 (per-column categories, min/max/range, mean/std) so that synthetic, holdout or member tables
 are always encoded with *training* statistics (ranges taken from the wrong table are a classic
-bug: SDMetrics#742).
+bug: SDMetrics#742). :meth:`TableEncoder.to_state` / :meth:`TableEncoder.from_state` save and
+restore what it learned as plain lists and numbers (a saved generator carries it), and
+:meth:`TableEncoder.placeholder_table` gives a table with the training layout but no training
+values, from which a saved model can be rebuilt.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, canonical_categories, validate_table
+from tabmem.errors import TabmemError
 
 
 @dataclass
@@ -32,11 +37,13 @@ class TableEncoder:
     schema: Schema
 
     def fit(self, train: pd.DataFrame | ValidatedTable, *, nan: NanPolicy = "match") -> "TableEncoder":
+        """Learn categories and numerical statistics from the training table.
+
+        A :class:`~tabmem.data.schema.ValidatedTable` for this schema is used as it is (only the
+        missing-value check that ``nan="error"`` adds runs on its clean values).
+        """
         clean = validate_table(train, self.schema, name="training", nan="match" if nan == "drop" else nan)
-        self.categories_: dict[str, np.ndarray] = {
-            c: np.array(sorted(set(clean[c].tolist())), dtype=object) for c in self.schema.categorical
-        }
-        self._lookup = {c: pd.Index(cats, dtype=object) for c, cats in self.categories_.items()}
+        self._set_categories({c: sorted(set(clean[c].tolist())) for c in self.schema.categorical})
         num = self._numeric_clean(clean)
         with np.errstate(all="ignore"):
             if num.shape[0] and num.shape[1]:
@@ -51,6 +58,65 @@ class TableEncoder:
         self.range_ = self.max_ - self.min_
         self.n_train_ = len(clean)
         return self
+
+    def _set_categories(self, categories: dict[str, list[str]]) -> None:
+        self.categories_: dict[str, np.ndarray] = {c: np.array(v, dtype=object) for c, v in categories.items()}
+        self._lookup = {c: pd.Index(cats, dtype=object) for c, cats in self.categories_.items()}
+
+    # ------------------------------------------------------------------ state
+    def to_state(self) -> dict[str, Any]:
+        """What :meth:`fit` learned, as plain lists, floats and ints.
+
+        Safe to save with ``torch.save`` and load with ``torch.load(weights_only=True)`` (no
+        pickled objects) or to write as JSON; floats are float64 values, so the round trip
+        through :meth:`from_state` is exact.
+        """
+        return {
+            "categories": {c: [str(v) for v in cats.tolist()] for c, cats in self.categories_.items()},
+            "min": [float(v) for v in self.min_],
+            "max": [float(v) for v in self.max_],
+            "mean": [float(v) for v in self.mean_],
+            "std": [float(v) for v in self.std_],
+            "n_train": int(self.n_train_),
+        }
+
+    @classmethod
+    def from_state(cls, schema: Schema, state: dict[str, Any]) -> "TableEncoder":
+        """The fitted encoder whose :meth:`to_state` is ``state`` (statistics may also be arrays or
+        CPU tensors, as generators saved them before format 2)."""
+        enc = cls(schema)
+        missing = sorted(set(schema.categorical) - set(state["categories"]))
+        if missing:
+            raise TabmemError(f"saved encoder state: no categories for column(s) {missing}")
+        enc._set_categories({c: [str(v) for v in state["categories"][c]] for c in schema.categorical})
+        stats = {k: _float64(state[k]) for k in ("min", "max", "mean", "std")}
+        for k, v in stats.items():
+            if len(v) != len(schema.numerical):
+                raise TabmemError(
+                    f"saved encoder state: {k!r} holds {len(v)} values for {len(schema.numerical)} numerical columns"
+                )
+        enc.min_, enc.max_, enc.mean_, enc.std_ = stats["min"], stats["max"], stats["mean"], stats["std"]
+        enc.range_ = enc.max_ - enc.min_
+        enc.n_train_ = int(state["n_train"])
+        return enc
+
+    def placeholder_table(self, n: int) -> pd.DataFrame:
+        """A table with the training layout and no training values (for rebuilding a saved model).
+
+        ``max(2, min(n, 64), largest number of categories)`` rows: numerical columns evenly spaced
+        from the training minimum to maximum, categorical columns cycling through every training
+        category. Code that builds a model from it must not rely on its values for anything the
+        saved state does not restore afterwards (quantiles, for example, must be part of the state).
+        """
+        schema = self.schema
+        rows = max([2, min(n, 64), *(len(self.categories_[c]) for c in schema.categorical)])
+        data: dict[str, Any] = {}
+        for j, c in enumerate(schema.numerical):
+            data[c] = np.linspace(self.min_[j], self.max_[j], rows)
+        for c in schema.categorical:
+            cats = self.categories_[c]
+            data[c] = cats[np.arange(rows) % len(cats)]
+        return pd.DataFrame(data)[list(schema.columns)]
 
     # ------------------------------------------------------------------ checks
     def category_sets(self) -> dict[str, set[str]]:
@@ -121,3 +187,10 @@ class TableEncoder:
             ok = codes[:, j] >= 0
             out[rows[ok], offsets[j] + codes[ok, j]] = scale
         return out
+
+
+def _float64(values: Any) -> np.ndarray:
+    """A 1-d float64 copy of a list, an array or a CPU tensor (format-1 generator files hold tensors)."""
+    if hasattr(values, "detach"):  # a torch tensor, without importing torch here
+        values = values.detach().cpu().numpy()
+    return np.array(values, dtype=np.float64).reshape(-1)

@@ -60,7 +60,7 @@ def canonical_category(value: Any) -> str:
 def canonical_categories(series: pd.Series) -> np.ndarray:
     """Vectorised :func:`canonical_category` for a column (object array of str)."""
     s = series
-    if pd.api.types.is_bool_dtype(s.dtype):
+    if pd.api.types.is_bool_dtype(s.dtype) and not s.isna().any():  # nullable boolean with <NA>: below
         return np.where(s.to_numpy(dtype=bool), "True", "False").astype(object)
     if pd.api.types.is_integer_dtype(s.dtype) and not s.isna().any():
         return s.astype("int64").astype(str).to_numpy(dtype=object)
@@ -247,9 +247,10 @@ class ValidatedTable:
 
     ``data`` is the clean frame (schema column order; numerical float64, categorical canonical
     strings; index = 0-based row positions in the original table, so dropped rows keep their
-    ids). ``dtypes`` are the original table's column dtypes (to give generated tables back in
-    the user's dtypes). ``categories`` are the allowed categories it was checked against
-    (``None``: not checked against any) and ``unseen`` what was done with others. ``source`` is
+    ids). ``dtypes`` are the original table's column dtypes (names, ``str(dtype)``; generated
+    tables are given back in them by :func:`tabmem.data.dtypes.restore_dtypes`). ``categories``
+    are the allowed categories it was checked against (``None``: not checked against any) and
+    ``unseen`` what was done with others. ``source`` is
     the table as given (its kept rows with their original values and dtypes; a reference, not a
     copy) for the few consumers defined on raw values (the papers' string formats).
     """

@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabmem.data.schema import Schema, validate_table
+from tabmem.data.schema import Schema, ValidatedTable, validate, validate_table
 from tabmem.errors import TabmemError
+from tabmem.generators._rng import derive_seed
 
 _BLOCK = 65_536
 
@@ -103,15 +104,22 @@ class ModeSpecificNormalizer:
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
-    def fit(self, train: pd.DataFrame, schema: Schema) -> ModeSpecificNormalizer:
-        """Learn the per-column mixtures and category lists from the training table (once)."""
+    def fit(self, train: pd.DataFrame | ValidatedTable, schema: Schema) -> ModeSpecificNormalizer:
+        """Learn the per-column mixtures and category lists from the training table (once).
+
+        A :class:`~tabmem.data.schema.ValidatedTable` is used as it is (not validated again); its
+        clean frame then also gives the dtypes and category values :meth:`inverse_transform`
+        returns (float64 and canonical strings), as a DataFrame's own do.
+        """
         if not isinstance(self.max_modes, (int, np.integer)) or self.max_modes < 1:
             raise TabmemError(f"max_modes must be a positive integer, got {self.max_modes!r}")
         if not 0.0 <= float(self.weight_threshold) < 1.0:
             raise TabmemError(f"weight_threshold must be in [0, 1), got {self.weight_threshold!r}")
         from sklearn.mixture import BayesianGaussianMixture
 
-        clean = validate_table(train, schema, name="training", nan="error")
+        clean = validate(train, schema, name="training", nan="error").data
+        if isinstance(train, ValidatedTable):
+            train = train.data
         self.schema_ = schema
         self.columns_ = list(schema.columns)
         self.dtypes_ = {c: train[c].dtype for c in schema.columns}
@@ -419,40 +427,37 @@ class NormalizedSpaceMixin:
             self._resuming = False
 
     def _prepare_space(self, train_clean: pd.DataFrame, schema: Schema) -> bool:
-        from tabmem.generators.base import _derive_seed
-
-        if getattr(self, "_train_clean", None) is None or getattr(self, "_resuming", False):
+        table: ValidatedTable | None = getattr(self, "_train_table", None)  # train_clean, validated once by fit
+        if table is None or getattr(self, "_resuming", False):
             # load(): placeholder table; resume: the checkpoint's normaliser is restored in _load_state_dict
             self.normalizer_ = None
             return False
         self.normalizer_ = ModeSpecificNormalizer(
             self.max_modes,
             self.weight_threshold,
-            random_state=_derive_seed(self.seed_, 21),  # type: ignore[attr-defined]
-        ).fit(train_clean, schema)
-        self._encode_training(train_clean)
+            random_state=derive_seed(self.seed_, 21),  # type: ignore[attr-defined]
+        ).fit(table, schema)
+        self._encode_training(table)
         return True
 
-    def _encode_training(self, train_clean: pd.DataFrame) -> None:
+    def _encode_training(self, table: ValidatedTable) -> None:
         import torch
-
-        from tabmem.generators.base import _derive_seed
 
         norm = self.normalizer_
         assert norm is not None
         for c in norm.categories_:
             if list(norm.categories_[c]) != list(self.encoder_.categories_[c]):  # type: ignore[attr-defined]
                 raise TabmemError(f"internal: category order of column {c!r} differs from the training encoder")
-        matrix = norm.transform(train_clean, random_state=_derive_seed(self.seed_, 22))  # type: ignore[attr-defined]
+        matrix = norm.transform(table, random_state=derive_seed(self.seed_, 22))  # type: ignore[attr-defined]
         self.train_matrix_ = torch.from_numpy(matrix).to(self.device_)  # type: ignore[attr-defined]
-        self._category_codes = norm.category_codes(train_clean)
+        self._category_codes = norm.category_codes(table)
 
     def _restore_space(self, state: dict[str, Any]) -> bool:
         """Restore the normaliser from ``state``; returns ``True`` when the modules must still be built."""
         norm = ModeSpecificNormalizer.from_state(state, self.schema_)  # type: ignore[attr-defined]
         must_build = self.normalizer_ is None
         self.normalizer_ = norm
-        table = getattr(self, "_train_clean", None)
+        table = getattr(self, "_train_table", None)
         if table is not None:  # resume: re-encode with the checkpoint's normaliser (identical encoding)
             self._encode_training(table)
         return must_build

@@ -24,23 +24,28 @@ callbacks, checkpoints, resume, batched sampling, output dtypes, save/load)::
 
 What the base class gives you inside these methods:
 
+* ``train_clean`` (``_build``'s argument): the training table validated once (by :meth:`fit`, or
+  by the caller who passed a :class:`~tabmem.data.schema.ValidatedTable`): numerical columns
+  float64, categorical columns canonical strings. Code that wants a table argument validated
+  passes ``self._train_table`` (the ``ValidatedTable``), which is not validated again;
 * ``self.encoder_``: a :class:`~tabmem.data.encoding.TableEncoder` fitted on the training table
   (``categories_``, ``codes(clean)``, ``min_``/``max_``/``mean_``/``std_``...);
 * ``self.schema_``, ``self.n_train_``, ``self.device_`` (a ``torch.device``);
 * ``self.torch_generator_`` (a ``torch.Generator`` on ``device_``) and ``self.rng_`` (a numpy
   ``Generator``): the ONLY randomness training may use (shuffling, noise, timesteps). Both are
-  saved in checkpoints. Never call ``np.random.*`` or the global ``torch`` RNG functions directly;
-  modules that use the global torch stream internally (``nn.init``, ``nn.Dropout``) are fine:
-  ``_build`` and ``_train_epoch`` run under a private copy of the global torch RNG that is
-  seeded from ``random_state``, checkpointed, and swapped out again afterwards, so the user's
-  global RNG is never touched.
+  saved in checkpoints (:mod:`tabmem.generators._rng` derives every stream from the seed). Never
+  call ``np.random.*`` or the global ``torch`` RNG functions directly; modules that use the
+  global torch stream internally (``nn.init``, ``nn.Dropout``) are fine: ``_build`` and
+  ``_train_epoch`` run under a private copy of the global torch RNG that is seeded from
+  ``random_state``, checkpointed, and swapped out again afterwards, so the user's global RNG is
+  never touched.
 * ``_sample_clean(n, generator)`` receives a fresh ``torch.Generator`` (seeded from
   ``sample(random_state=...)``) and runs in ``torch.inference_mode()`` with every module of the
   generator in eval mode (restored afterwards). It returns a DataFrame with the schema's columns:
   numerical columns as float (in raw training units), categorical columns either as integer
   codes into ``self.encoder_.categories_[col]`` or as canonical category strings. The base class
   calls it in chunks of at most ``sample_batch_size`` rows (bounded memory) and converts the
-  result to the training dtypes.
+  result to the training dtypes (:func:`tabmem.data.dtypes.restore_dtypes`).
 * ``_state_dict`` must return only tensors, numbers, strings, lists and dicts (checkpoints are
   loaded with ``torch.load(weights_only=True)``: no pickled objects). Include optimizer state
   and any step counter used by a learning-rate schedule; RNG states, epoch, params, schema and
@@ -55,24 +60,27 @@ resumed run yields exactly the weights of an uninterrupted one (on CPU).
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
 import inspect
-import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from tabmem._checks import check_positive_int, check_random_state
+from tabmem._io import atomic_write
 from tabmem._registry import Registry
 from tabmem.callbacks import CallbackProtocol
+from tabmem.data.dtypes import category_dtypes, restore_dtypes
 from tabmem.data.encoding import TableEncoder
-from tabmem.data.schema import NA_CATEGORY, Schema, validate_table
+from tabmem.data.schema import Schema, ValidatedTable, validate
 from tabmem.errors import ParameterError, TabmemError
+from tabmem.generators._rng import TrainingRNG, fresh_seed, sampling_rng
 
 try:  # torch is an optional extra; give a clear message when missing
     import torch
@@ -80,7 +88,9 @@ except ModuleNotFoundError:  # pragma: no cover
     torch = None  # type: ignore[assignment]
 
 FORMAT = "tabmem-generator"
-FORMAT_VERSION = 1
+#: 2: encoder statistics as plain lists (``TableEncoder.to_state``) and ``category_dtypes``;
+#: format 1 (float64 tensors, no category levels) is still read.
+FORMAT_VERSION = 2
 _DEFAULT_SAMPLE_BATCH = 10_000
 
 __all__ = [
@@ -131,21 +141,6 @@ def resolve_device(device: str | None) -> torch.device:
     return dev
 
 
-def _derive_seed(*entropy: int) -> int:
-    """A 63-bit seed derived from integers (SeedSequence: independent streams per purpose)."""
-    return int(
-        np.random.SeedSequence([int(e) % (2**63) for e in entropy]).generate_state(2, np.uint32).view(np.uint64)[0] >> 1
-    )
-
-
-def _check_random_state(value: Any, name: str = "random_state") -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or int(value) < 0:
-        raise TabmemError(f"{name} must be a non-negative integer or None, got {value!r}")
-    return int(value)
-
-
 def _table_fingerprint(clean: pd.DataFrame) -> str:
     h = hashlib.sha256()
     h.update(",".join(map(str, clean.columns)).encode())
@@ -154,10 +149,7 @@ def _table_fingerprint(clean: pd.DataFrame) -> str:
 
 
 def _atomic_torch_save(obj: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: torch.save(obj, tmp))
 
 
 class TabularGenerator:
@@ -243,70 +235,30 @@ class TabularGenerator:
         return f"{type(self).__name__}({args})"
 
     def _check_common_params(self) -> None:
-        epochs = getattr(self, "epochs", None)
-        if not isinstance(epochs, (int, np.integer)) or isinstance(epochs, bool) or epochs < 1:
-            raise TabmemError(f"{type(self).__name__}: epochs must be a positive integer, got {epochs!r}")
-        bs = getattr(self, "batch_size", 1)
-        if not isinstance(bs, (int, np.integer)) or isinstance(bs, bool) or bs < 1:
-            raise TabmemError(f"{type(self).__name__}: batch_size must be a positive integer, got {bs!r}")
-        _check_random_state(getattr(self, "random_state", None))
+        cls = type(self).__name__
+        check_positive_int(f"{cls}: epochs", getattr(self, "epochs", None))
+        check_positive_int(f"{cls}: batch_size", getattr(self, "batch_size", 1))
+        check_random_state(getattr(self, "random_state", None))
 
     @property
     def is_fitted(self) -> bool:
         return getattr(self, "epoch_", 0) > 0 and hasattr(self, "schema_")
 
     # ----------------------------------------------------------- RNG plumbing
-    def _devices_for_fork(self) -> list[int]:
-        if self.device_.type == "cuda":
-            return [self.device_.index if self.device_.index is not None else torch.cuda.current_device()]
-        return []
-
-    @contextlib.contextmanager
-    def _private_global_rng(self) -> Iterator[None]:
-        """Run a block under this generator's own copy of the global torch RNG streams."""
-        with torch.random.fork_rng(devices=self._devices_for_fork()):
-            torch.set_rng_state(self._global_cpu_state)
-            if self.device_.type == "cuda" and self._global_cuda_state is not None:
-                torch.cuda.set_rng_state(self._global_cuda_state, self.device_)
-            try:
-                yield
-            finally:
-                self._global_cpu_state = torch.get_rng_state()
-                if self.device_.type == "cuda":
-                    self._global_cuda_state = torch.cuda.get_rng_state(self.device_)
-
     def _init_rngs(self, seed: int) -> None:
         self.seed_ = seed
-        self.torch_generator_ = torch.Generator(device=self.device_)
-        self.torch_generator_.manual_seed(_derive_seed(seed, 1))
-        self.rng_ = np.random.default_rng(np.random.SeedSequence([seed, 2]))
-        with torch.random.fork_rng(devices=self._devices_for_fork()):
-            torch.manual_seed(_derive_seed(seed, 3))
-            self._global_cpu_state = torch.get_rng_state()
-            self._global_cuda_state = torch.cuda.get_rng_state(self.device_) if self.device_.type == "cuda" else None
+        self._rngs = TrainingRNG(seed, self.device_)
+        self.torch_generator_ = self._rngs.torch
+        self.rng_ = self._rngs.numpy
 
-    def _rng_state(self) -> dict[str, Any]:
-        return {
-            "torch_generator": self.torch_generator_.get_state(),
-            "numpy": self.rng_.bit_generator.state,
-            "global_cpu": self._global_cpu_state,
-            "global_cuda": self._global_cuda_state,
-            "device_type": self.device_.type,
-        }
-
-    def _set_rng_state(self, state: dict[str, Any]) -> None:
-        if state["device_type"] == self.device_.type:
-            self.torch_generator_.set_state(state["torch_generator"])
-            self._global_cuda_state = state["global_cuda"]
-        else:  # moved between cpu and cuda: the run continues, but is no longer bit-identical
-            self.torch_generator_.manual_seed(_derive_seed(self.seed_, 1, self.epoch_))
-        self.rng_.bit_generator.state = state["numpy"]
-        self._global_cpu_state = state["global_cpu"]
+    def _private_global_rng(self) -> AbstractContextManager[None]:
+        """Run a block under this generator's own copy of the global torch RNG streams."""
+        return self._rngs.private_global()
 
     # -------------------------------------------------------------------- fit
     def fit(
         self,
-        train: pd.DataFrame,
+        train: pd.DataFrame | ValidatedTable,
         schema: Schema | None = None,
         *,
         callbacks: Sequence[CallbackProtocol] | None = None,
@@ -317,6 +269,8 @@ class TabularGenerator:
     ) -> TabularGenerator:
         """Train on ``train`` (raw units) for ``self.epochs`` epochs; returns ``self``.
 
+        ``train`` is a DataFrame or a :class:`~tabmem.data.schema.ValidatedTable` (then used as it
+        is: its clean values are not validated again, and its ``schema`` is the default).
         ``schema`` defaults to :meth:`Schema.infer`. ``random_state`` overrides the constructor's;
         ``None`` in both draws a fresh seed, kept in ``seed_`` (and in checkpoints) so the run can
         be reproduced. ``resume_from`` is a checkpoint written by this generator class on the same
@@ -326,8 +280,10 @@ class TabularGenerator:
         """
         _require_torch()
         self._check_common_params()
-        if not isinstance(train, pd.DataFrame):
-            raise TabmemError(f"fit: train must be a pandas DataFrame, got {type(train).__name__}")
+        if isinstance(train, ValidatedTable):
+            schema = train.schema if schema is None else schema
+        elif not isinstance(train, pd.DataFrame):
+            raise TabmemError(f"fit: train must be a pandas DataFrame or a ValidatedTable, got {type(train).__name__}")
         if schema is None:
             schema = Schema.infer(train)
         elif not isinstance(schema, Schema):
@@ -346,36 +302,37 @@ class TabularGenerator:
             callbacks.append(CheckpointCallback(checkpoint_every, checkpoint_path))
         callbacks = sorted(callbacks, key=lambda cb: getattr(cb, "order", 0))
 
-        clean = validate_table(train, schema, name="training", nan="error")
-        if len(clean) < 2:
-            raise TabmemError(f"fit: the training table needs at least 2 rows, got {len(clean)}")
+        table = validate(train, schema, name="training", nan="error")  # once; a ValidatedTable is used as is
+        if len(table) < 2:
+            raise TabmemError(f"fit: the training table needs at least 2 rows, got {len(table)}")
         self.device_ = resolve_device(getattr(self, "device", "auto"))
-        self._record_training_meta(train, clean, schema)
+        self._record_training_meta(table)
 
         ckpt = None
         if resume_from is not None:
             ckpt = self._read_file(resume_from)
-            self._check_resume(ckpt, clean)
+            self._check_resume(ckpt)
             seed = int(ckpt["seed"])
         else:
-            seed = _check_random_state(random_state)
+            seed = check_random_state(random_state)
             if seed is None:
-                seed = _check_random_state(getattr(self, "random_state", None))
+                seed = check_random_state(getattr(self, "random_state", None))
             if seed is None:
-                seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
+                seed = fresh_seed()
         self._init_rngs(seed)
         self.epoch_ = 0
         self.history_: list[dict[str, Any]] = []
         self.stopped_early_ = False
-        self._train_clean = clean  # kept only during fit (callbacks may read it); never saved
+        # kept only during fit (callbacks may read it); never saved
+        self._train_table, self._train_clean = table, table.data
         try:
             with self._private_global_rng():
-                self._build(clean, schema)
+                self._build(table.data, schema)
             if ckpt is not None:
                 self.epoch_ = int(ckpt["epoch"])
                 self.history_ = list(ckpt["history"])
                 self._load_state_dict(ckpt["state"])
-                self._set_rng_state(ckpt["rng"])
+                self._rngs.load_state_dict(ckpt["rng"], epoch=self.epoch_)
             for cb in callbacks:
                 if hasattr(cb, "on_fit_start"):
                     cb.on_fit_start(self)
@@ -400,7 +357,7 @@ class TabularGenerator:
                 if hasattr(cb, "on_fit_end"):
                     cb.on_fit_end(self)
         finally:
-            self._train_clean = None
+            self._train_table = self._train_clean = None
         return self
 
     @property
@@ -415,15 +372,16 @@ class TabularGenerator:
         for m in self._torch_modules():
             m.train(mode)
 
-    def _record_training_meta(self, train: pd.DataFrame, clean: pd.DataFrame, schema: Schema) -> None:
+    def _record_training_meta(self, table: ValidatedTable) -> None:
+        schema = table.schema
         self.schema_ = schema
-        self.encoder_ = TableEncoder(schema).fit(clean)
-        self.n_train_ = int(len(clean))
-        self.fingerprint_ = _table_fingerprint(clean)
-        renamed = train.rename(columns=str)
-        self.dtypes_ = {c: str(renamed[c].dtype) for c in schema.columns}
+        self.encoder_ = TableEncoder(schema).fit(table)
+        self.n_train_ = int(len(table))
+        self.fingerprint_ = _table_fingerprint(table.data)
+        self.dtypes_ = {c: table.dtypes[c] for c in schema.columns}
+        self.category_dtypes_ = {c: v for c, v in category_dtypes(table).items() if c in schema.categorical}
 
-    def _check_resume(self, ckpt: dict[str, Any], clean: pd.DataFrame) -> None:
+    def _check_resume(self, ckpt: dict[str, Any]) -> None:
         if ckpt.get("class") != self.name:
             raise TabmemError(f"resume_from: the checkpoint is for generator {ckpt.get('class')!r}, not {self.name!r}")
         if ckpt.get("fingerprint") != self.fingerprint_:
@@ -447,7 +405,8 @@ class TabularGenerator:
         """``n`` synthetic rows with the training columns, kinds and dtypes.
 
         Categories come only from the training table; numerical columns are float, rounded back
-        to integers where the training column was an integer dtype. The same ``random_state``
+        to integers where the training column was an integer dtype (every rule:
+        :mod:`tabmem.data.dtypes`). The same ``random_state``
         gives the same rows; ``None`` draws fresh randomness. Sampling never touches the
         training RNG, the global RNG or the train/eval modes (it restores all of them), so a
         callback may sample mid-training without changing the training trajectory.
@@ -459,11 +418,10 @@ class TabularGenerator:
         """Check :meth:`sample`'s arguments (and that there is a model); returns ``(seed, batch size)``."""
         if not self.is_fitted and getattr(self, "_train_clean", None) is None:
             raise TabmemError(f"{type(self).__name__} is not fitted: call fit() or load() first")
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise TabmemError(f"sample: n must be a positive integer, got {n!r}")
-        seed = _check_random_state(random_state)
+        check_positive_int("sample: n", n)
+        seed = check_random_state(random_state)
         if seed is None:
-            seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
+            seed = fresh_seed()
         bs = int(batch_size or self.sample_batch_size)
         if bs < 1:
             raise TabmemError(f"sample: batch_size must be positive, got {batch_size!r}")
@@ -479,10 +437,7 @@ class TabularGenerator:
         try:
             for m, _ in modes:
                 m.eval()
-            with torch.random.fork_rng(devices=self._devices_for_fork()), torch.inference_mode():
-                torch.manual_seed(_derive_seed(seed, 11))
-                gen = torch.Generator(device=self.device_)
-                gen.manual_seed(_derive_seed(seed, 12))
+            with sampling_rng(seed, self.device_) as gen, torch.inference_mode():
                 done = 0
                 while done < n:
                     k = min(batch_size, n - done)
@@ -497,7 +452,7 @@ class TabularGenerator:
             for m, mode in modes:
                 m.train(mode)
         clean = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
-        return self._to_training_dtypes(clean)
+        return restore_dtypes(clean, self.schema_, self.dtypes_, category_dtypes=self.category_dtypes_)
 
     def _decode_categories(self, part: pd.DataFrame) -> pd.DataFrame:
         part = part.copy()
@@ -513,23 +468,6 @@ class TabularGenerator:
                 part[c] = cats[codes]
         return part[list(self.schema_.columns)]
 
-    def _to_training_dtypes(self, clean: pd.DataFrame) -> pd.DataFrame:
-        out: dict[str, Any] = {}
-        for c in self.schema_.columns:
-            dtype = self.dtypes_.get(c, "object")
-            values = clean[c]
-            if c in self.schema_.numerical:
-                arr = values.to_numpy(dtype=np.float64)
-                if dtype.lower().startswith(("int", "uint")) and np.isfinite(arr).all():
-                    lo = 0.0 if dtype.lower().startswith("uint") else -(2.0**62)
-                    arr = np.clip(np.rint(arr), lo, 2.0**62).astype(np.int64)
-                    out[c] = pd.array(arr, dtype=dtype) if dtype[0] in "IU" else arr.astype(dtype)
-                else:
-                    out[c] = arr
-            else:
-                out[c] = _categories_to_dtype(values.to_numpy(dtype=object), dtype)
-        return pd.DataFrame(out, columns=list(self.schema_.columns))
-
     # -------------------------------------------------------------- save/load
     def _payload(self) -> dict[str, Any]:
         return {
@@ -539,14 +477,15 @@ class TabularGenerator:
             "params": self.get_params(),
             "schema": self.schema_.to_dict(),
             "dtypes": dict(self.dtypes_),
-            "encoder": _encoder_state(self.encoder_),
+            "category_dtypes": dict(self.category_dtypes_),
+            "encoder": self.encoder_.to_state(),
             "n_train": self.n_train_,
             "fingerprint": self.fingerprint_,
             "seed": self.seed_,
             "epoch": self.epoch_,
             "history": list(self.history_),
             "stopped_early": bool(self.stopped_early_),
-            "rng": self._rng_state(),
+            "rng": self._rngs.state_dict(),
             "state": self._state_dict(),
         }
 
@@ -606,19 +545,20 @@ class TabularGenerator:
         schema = Schema.from_dict(payload["schema"])
         self.device_ = resolve_device(getattr(self, "device", "auto"))
         self.schema_ = schema
-        self.encoder_ = _encoder_from_state(schema, payload["encoder"])
+        self.encoder_ = TableEncoder.from_state(schema, payload["encoder"])
         self.dtypes_ = dict(payload["dtypes"])
+        self.category_dtypes_ = dict(payload.get("category_dtypes", {}))  # absent in format 1
         self.n_train_ = int(payload["n_train"])
         self.fingerprint_ = payload["fingerprint"]
         self.epoch_ = int(payload["epoch"])
         self.history_ = list(payload["history"])
         self.stopped_early_ = bool(payload.get("stopped_early", False))
         self._init_rngs(int(payload["seed"]))
-        self._train_clean = None
+        self._train_table = self._train_clean = None
         with self._private_global_rng():
-            self._build(_placeholder_table(schema, self.encoder_, self.n_train_), schema)
+            self._build(self.encoder_.placeholder_table(self.n_train_), schema)
         self._load_state_dict(payload["state"])
-        self._set_rng_state(payload["rng"])
+        self._rngs.load_state_dict(payload["rng"], epoch=self.epoch_)
 
 
 #: name -> generator class; the built-in generators are imported when first asked for.
@@ -643,74 +583,3 @@ def available_generators() -> list[str]:
 # ------------------------------------------------------------------ helpers
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-
-
-def _categories_to_dtype(values: np.ndarray, dtype: str) -> Any:
-    """Canonical category strings back to the training column's dtype."""
-    na = values == NA_CATEGORY
-    d = dtype.lower()
-    if d in ("bool", "boolean"):
-        out = values == "True"
-        return pd.array([None if m else bool(v) for v, m in zip(out, na)], dtype="boolean") if na.any() else out
-    if d.startswith(("int", "uint")):
-        if na.any():
-            return pd.array([None if m else int(v) for v, m in zip(values, na)], dtype="Int64")
-        return values.astype(np.int64)
-    if d.startswith("float"):
-        out = np.full(len(values), np.nan)
-        out[~na] = values[~na].astype(np.float64)
-        return out
-    if d == "category":
-        return pd.Categorical([None if m else v for v, m in zip(values, na)])
-    return np.where(na, None, values).astype(object) if na.any() else values.astype(object)
-
-
-def _encoder_state(enc: TableEncoder) -> dict[str, Any]:
-    return {
-        "categories": {c: [str(v) for v in cats.tolist()] for c, cats in enc.categories_.items()},
-        "min": torch.as_tensor(np.asarray(enc.min_, dtype=np.float64)),
-        "max": torch.as_tensor(np.asarray(enc.max_, dtype=np.float64)),
-        "mean": torch.as_tensor(np.asarray(enc.mean_, dtype=np.float64)),
-        "std": torch.as_tensor(np.asarray(enc.std_, dtype=np.float64)),
-        "n_train": int(enc.n_train_),
-    }
-
-
-def _encoder_from_state(schema: Schema, state: dict[str, Any]) -> TableEncoder:
-    """Rebuild the training encoder through its public ``fit`` (no private attributes touched).
-
-    It is fitted on a synthetic layout table that holds every saved category at least once, then
-    given the saved statistics; ``categories_`` then equal the saved ones."""
-    cats = {c: np.array(v, dtype=object) for c, v in state["categories"].items()}
-    lo, hi = state["min"].numpy(), state["max"].numpy()
-    rows = max([2, *(len(v) for v in cats.values())])
-    data: dict[str, Any] = {c: np.linspace(lo[j], hi[j], rows) for j, c in enumerate(schema.numerical)}
-    for c in schema.categorical:
-        data[c] = cats[c][np.arange(rows) % len(cats[c])]
-    enc = TableEncoder(schema).fit(pd.DataFrame(data)[list(schema.columns)])
-    for c in schema.categorical:
-        if enc.categories_[c].tolist() != cats[c].tolist():  # pragma: no cover - guards a format change
-            raise TabmemError(f"saved categories of column {c!r} could not be restored")
-    enc.min_ = lo.copy()
-    enc.max_ = hi.copy()
-    enc.mean_ = state["mean"].numpy().copy()
-    enc.std_ = state["std"].numpy().copy()
-    enc.range_ = enc.max_ - enc.min_
-    enc.n_train_ = int(state["n_train"])
-    return enc
-
-
-def _placeholder_table(schema: Schema, enc: TableEncoder, n: int) -> pd.DataFrame:
-    """A table with the training layout (no training values) so that ``_build`` can size models on load.
-
-    ``_build`` must not rely on the training *values* for anything that ``_state_dict`` does not
-    restore afterwards (e.g. quantiles must be part of the state).
-    """
-    rows = max([2, min(n, 64), *(len(enc.categories_[c]) for c in schema.categorical)])
-    data: dict[str, Any] = {}
-    for j, c in enumerate(schema.numerical):
-        data[c] = np.linspace(enc.min_[j], enc.max_[j], rows)
-    for c in schema.categorical:
-        cats = enc.categories_[c]
-        data[c] = cats[np.arange(rows) % len(cats)]
-    return pd.DataFrame(data)[list(schema.columns)]

@@ -29,6 +29,7 @@ from torch import nn
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.generators._conditional import ConditionalSampler
+from tabmem.generators._rng import fork_devices
 from tabmem.generators._transformer import NormalizedSpaceMixin, Span
 from tabmem.generators.base import TabularGenerator, register_generator
 
@@ -389,7 +390,7 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
 
     def _load_state_dict(self, state: dict[str, Any]) -> None:
         if self._restore_space(state["transformer"]):
-            with torch.random.fork_rng(devices=self._devices_for_fork()):  # module init must not touch the global RNG
+            with torch.random.fork_rng(devices=fork_devices(self.device_)):  # module init must not touch the global RNG
                 self._make_modules()
             if getattr(self, "_category_codes", None) is None:
                 # loaded model: generation conditions need the category frequencies only

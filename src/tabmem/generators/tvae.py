@@ -30,6 +30,7 @@ from torch import nn
 
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
+from tabmem.generators._rng import fork_devices
 from tabmem.generators._transformer import NormalizedSpaceMixin
 from tabmem.generators.base import TabularGenerator, register_generator
 from tabmem.generators.ctgan import _check_dims, _check_positive
@@ -235,7 +236,7 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
 
     def _load_state_dict(self, state: dict[str, Any]) -> None:
         if self._restore_space(state["transformer"]):
-            with torch.random.fork_rng(devices=self._devices_for_fork()):  # module init must not touch the global RNG
+            with torch.random.fork_rng(devices=fork_devices(self.device_)):  # module init must not touch the global RNG
                 self._make_modules()
         self.encoder_net_.load_state_dict(state["encoder"])
         self.decoder_net_.load_state_dict(state["decoder"])

@@ -177,8 +177,9 @@ class LLMGenerator(TabularGenerator):
             self._model_from_state = True
             return
         self._model_from_state = False
-        self.format_.fit(train_clean, schema, seed=self.seed_)
-        self._rows = self.format_.training_rows(train_clean)
+        table = self._train_table  # validated once by fit: the format uses it as it is
+        self.format_.fit(table, schema, seed=self.seed_)
+        self._rows = self.format_.training_rows(table)
         arch = hf.Architecture(int(self.n_layer), int(self.n_head), int(self.n_embd), self.dropout)
         model = hf.build_model(
             self.format_.model_spec(),
