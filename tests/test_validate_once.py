@@ -80,3 +80,14 @@ def test_audit_command_validates_each_table_once(counted, tmp_path):
     )
     assert (tmp_path / "out" / "summary.json").is_file()
     assert counted == Counter({"training": 1, "synthetic": 1, "holdout": 1})
+
+
+def test_tracked_training_validates_the_training_table_once(counted):
+    pytest.importorskip("torch")
+    from tabmem.generators import get_generator
+    from tabmem.memorization.tracker import MemorizationTracker
+
+    gen = get_generator("tabddpm", preset="small", epochs=2, batch_size=64, num_timesteps=10)
+    gen.fit(_table(120, 0), SCHEMA, callbacks=[MemorizationTracker(every=1)], random_state=0)
+    assert counted["training"] == 1  # fit, encoder, model and tracker share one validation
+    assert counted["synthetic"] == 2  # each tracked epoch's sample, once

@@ -53,6 +53,9 @@ class TrainingRun(Protocol):
     n_train_: int
     fingerprint_: str
 
+    @property
+    def training_table_(self) -> Any: ...
+
     def sample(self, n: int, *, random_state: int | None = None) -> Any: ...
 
     def save_checkpoint(self, path: str | Path) -> Path: ...

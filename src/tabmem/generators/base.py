@@ -361,9 +361,9 @@ class TabularGenerator:
         return self
 
     @property
-    def training_table_(self) -> pd.DataFrame:
-        """The validated training table; available to callbacks during ``fit`` only."""
-        table = getattr(self, "_train_clean", None)
+    def training_table_(self) -> ValidatedTable:
+        """The validated training table (pass it on as is: it is not validated again); during ``fit`` only."""
+        table = getattr(self, "_train_table", None)
         if table is None:
             raise TabmemError("the training table is only available during fit (it is never stored with the model)")
         return table
