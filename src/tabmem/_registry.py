@@ -124,6 +124,11 @@ class Registry(Mapping[str, T], Generic[T]):
         self._load(None)
         return sorted(self._entries)
 
+    def in_order(self) -> list[T]:
+        """Every entry in registration order (built-in modules first, then later registrations)."""
+        self._load(None)
+        return list(self._entries.values())
+
     # ------------------------------------------------------------------ Mapping
     def __getitem__(self, name: str) -> T:
         self._load(name)

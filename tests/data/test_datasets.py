@@ -313,7 +313,7 @@ class FakeWeb:
         assert timeout > 0
         if any(f in url for f in self.fail):
             raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
-        for spec in DATASETS.specs():
+        for spec in DATASETS.in_order():
             for f in spec.files:
                 if url in f.urls:
                     payload = (self.root / spec.name / f.path).read_bytes()

@@ -67,5 +67,5 @@ def test_loads_as_declared(name, shared_data_dir: Path, tmp_path: Path):
 
 
 def test_listing_covers_the_registry_in_order(shared_data_dir: Path):
-    assert [i.name for i in list_datasets(data_dir=shared_data_dir)] == [s.name for s in DATASETS.specs()]
-    assert sorted(s.name for s in DATASETS.specs()) == NAMES
+    assert [i.name for i in list_datasets(data_dir=shared_data_dir)] == [s.name for s in DATASETS.in_order()]
+    assert sorted(s.name for s in DATASETS.in_order()) == NAMES

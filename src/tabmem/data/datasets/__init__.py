@@ -143,7 +143,7 @@ def list_datasets(
     data = resolve_data_dir(data_dir)
     cache = resolve_cache_dir(cache_dir)
     infos = []
-    for spec in DATASETS.specs():
+    for spec in DATASETS.in_order():
         files = DatasetFiles(spec, data_dir=data, cache_dir=cache, download=False, verify=False)
         sizes = spec.sizes or {}
         infos.append(

@@ -54,17 +54,8 @@ class DatasetSpec:
         raise KeyError(f"dataset {self.name!r} declares no file {path!r}")
 
 
-class DatasetRegistry(Registry[DatasetSpec]):
-    """:class:`~tabmem._registry.Registry` of :class:`DatasetSpec` that also lists them in registration order."""
-
-    def specs(self) -> list[DatasetSpec]:
-        """Every registered spec in registration order (the catalogue's order, then user datasets)."""
-        self._load(None)
-        return list(self._entries.values())
-
-
 #: name -> :class:`DatasetSpec`; the built-in catalogue is imported on first lookup.
-DATASETS = DatasetRegistry("dataset", modules=["tabmem.data.datasets.catalogue"], attribute=None)
+DATASETS: Registry[DatasetSpec] = Registry("dataset", modules=["tabmem.data.datasets.catalogue"], attribute=None)
 
 
 def register_dataset(
