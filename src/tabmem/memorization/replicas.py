@@ -2,9 +2,17 @@
 
 A synthetic row x is a *replica* (memorized) when ``r(x) = d(x, NN1) / d(x, NN2) < threshold``
 (1/3 in the papers: Yoon et al. 2023, Gu et al. 2023, Fang et al. 2024), with NN1/NN2 its
-nearest and second-nearest training rows. ``d1 = d2 = 0`` gives a NaN ratio that is *not* a
-replica (faithful to the papers' code; exact duplicates inside the training table can never be
-flagged that way).
+nearest and second-nearest training rows.
+
+Undefined ratios. ``d1 = d2 = 0`` (a copy of a row that is duplicated in the training table)
+and a one-row training table (``d2`` does not exist) leave the ratio undefined. The papers'
+rule (``duplicates="papers"``, the default, for reproduction) gives them a NaN ratio that is
+*not* a replica: a table of 100% exact copies of duplicated rows scores 0%. Every result
+therefore also reports ``exact_copy_rate`` (rows identical to a training row, whatever the
+ratio; :mod:`tabmem.memorization.copies`) with its holdout baseline, and the number of undefined
+ratios with a warning; ``duplicates="replica"`` counts a row identical to a training row as a
+replica (its ratio is taken as 0, the limit of a copy). Rare-value leakage (training values that
+occur in fewer than ``rare_k`` rows, found in the synthetic table) is reported next to them.
 
 :class:`ReplicaDetector` is fitted once on the training table (all training-only work is done
 there) and then scores any number of synthetic tables, e.g. at every training epoch.
@@ -18,14 +26,16 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from tabmem._checks import check_n_jobs, check_number, check_positive_int
+from tabmem._checks import check_choice, check_int, check_n_jobs, check_number, check_positive_int
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, validate
-from tabmem.errors import NotFittedError
+from tabmem.errors import NotFittedError, suggest
+from tabmem.memorization.copies import ExactCopies, RareValueCounts, RareValues
 from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET, kneighbors
 from tabmem.neighbors.distances import Distance, get_distance
 
 TRAPZ10_GRID = np.linspace(0.0, 1.0, 10)
+DUPLICATES = ("papers", "replica")
 
 
 def memorization_rate(ratio: np.ndarray, threshold: float = 1 / 3) -> float:
@@ -71,11 +81,14 @@ def gini(values: np.ndarray) -> float:
 class ReplicaResult:
     """Per-synthetic-row neighbours and ratios, with the aggregates derived from them."""
 
-    table: pd.DataFrame  # synthetic_row, nn1, nn2, d1, d2, ratio, is_replica
+    table: pd.DataFrame  # synthetic_row, nn1, nn2, d1, d2, ratio, is_replica, exact_copy, rare_value
     n_train: int
     threshold: float
     distance: str
     holdout: "ReplicaResult | None" = field(default=None, repr=False)
+    duplicates: str = "papers"
+    n_undefined_ratio: int = 0  # ratios d1/d2 that are undefined (before the duplicates rule)
+    rare: RareValueCounts | None = field(default=None, repr=False)
 
     # ---------------------------------------------------------------- dataset
     @property
@@ -97,6 +110,36 @@ class ReplicaResult:
     @property
     def mem_auc_trapz10(self) -> float:
         return mem_auc_trapz10(self.ratio)
+
+    @property
+    def exact_copy_rate(self) -> float:
+        """Share of rows identical, in every column, to some training row (any ratio)."""
+        if "exact_copy" not in self.table or len(self.table) == 0:
+            return float("nan")
+        return float(self.table["exact_copy"].mean())
+
+    def warnings(self) -> list[str]:
+        """What a reader of the numbers must know: undefined ratios and how they were counted."""
+        n = self.n_undefined_ratio
+        if not n:
+            return []
+        why = (
+            "the training table has one row, so there is no second neighbour"
+            if self.n_train < 2
+            else "d1 = d2 = 0: copies of rows that are duplicated in the training table"
+        )
+        if self.duplicates == "replica":
+            counted = n - int(self.table["ratio"].isna().sum())
+            return [
+                f"{n} synthetic row(s) have an undefined ratio d1/d2 ({why}); {counted} of them are exact copies "
+                "of training rows and are counted as replicas (the papers' rule would not count them)"
+            ]
+        flag = suggest("duplicates='replica'", "--duplicates", "replica")
+        advice = f"; pass {flag} to count exact copies as replicas" if flag else ""
+        return [
+            f"{n} synthetic row(s) have an undefined ratio d1/d2 ({why}); the papers' rule counts them as not "
+            f"memorized, while the exact-copy rate is {100 * self.exact_copy_rate:.2f}%{advice}"
+        ]
 
     # ------------------------------------------------------------- per record
     @property
@@ -143,14 +186,47 @@ class ReplicaResult:
             "mem_auc_trapz10": self.mem_auc_trapz10,
             "n_replicas": int(self.table["is_replica"].sum()),
             "n_nan_ratio": int(self.table["ratio"].isna().sum()),
+            "n_undefined_ratio": int(self.n_undefined_ratio),
+            "duplicates": self.duplicates,
+            "exact_copy_rate": self.exact_copy_rate,
+            "n_exact_copies": int(self.table["exact_copy"].sum()) if "exact_copy" in self.table else None,
             "heavy_tail": self.heavy_tail(),
         }
+        if self.rare is not None:
+            s["rare_value_leakage"] = self.rare.rate
+            s["rare_values"] = {
+                "k": self.rare.k,
+                "n_rare_values": self.rare.n_rare_values,
+                "n_leaked": self.rare.n_leaked,
+            }
         if self.holdout is not None:
-            s["n_holdout"] = self.holdout.n_synthetic
-            s["holdout_memorization_rate"] = self.holdout.memorization_rate
-            s["holdout_mem_auc"] = self.holdout.mem_auc
-            s["excess_memorization"] = self.memorization_rate - self.holdout.memorization_rate
+            h = self.holdout
+            s["n_holdout"] = h.n_synthetic
+            s["holdout_memorization_rate"] = h.memorization_rate
+            s["holdout_mem_auc"] = h.mem_auc
+            s["excess_memorization"] = self.memorization_rate - h.memorization_rate
+            s["holdout_exact_copy_rate"] = h.exact_copy_rate
+            s["excess_exact_copy_rate"] = self.exact_copy_rate - h.exact_copy_rate
+            if self.rare is not None and h.rare is not None:
+                s["holdout_rare_value_leakage"] = h.rare.rate
+                s["excess_rare_value_leakage"] = self.rare.rate - h.rare.rate
+                s["rare_values"]["n_in_holdout"] = h.rare.n_leaked
+        s["warnings"] = self.warnings()
         return s
+
+    def rare_values(self) -> pd.DataFrame:
+        """Per column: rare training values, how many distinct ones the synthetic (and holdout) rows hold, in how many rows.
+
+        Counts only, never the values themselves.
+        """
+        if self.rare is None:
+            return pd.DataFrame(columns=["column", "kind", "n_rare", "n_leaked", "rows"])
+        table = self.rare.per_column.copy()
+        if self.holdout is not None and self.holdout.rare is not None:
+            h = self.holdout.rare.per_column
+            table["holdout_n_leaked"] = h["n_leaked"].to_numpy()
+            table["holdout_rows"] = h["rows"].to_numpy()
+        return table
 
 
 class ReplicaDetector:
@@ -168,6 +244,12 @@ class ReplicaDetector:
         ``"drop"`` (scored tables only: drop those rows, ids stay file positions) or ``"match"``.
     memory_budget:
         Bytes of working memory for the blocked search (default 1 GiB), whatever the sizes.
+    duplicates:
+        Rows whose ratio is undefined (module docstring): ``"papers"`` (default) counts them as not
+        memorized; ``"replica"`` counts a row identical to a training row as a replica.
+    rare_k:
+        Rare-value leakage counts training values that occur in fewer than ``rare_k`` rows
+        (default 2: values that occur once).
     n_jobs:
         Worker threads (default: all cores).
     """
@@ -180,18 +262,24 @@ class ReplicaDetector:
         nan: NanPolicy = "error",
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         n_jobs: int | None = None,
+        duplicates: str = "papers",
+        rare_k: int = 2,
     ) -> None:
         self.distance = distance
         self.threshold = threshold
         self.nan = nan
         self.memory_budget = memory_budget
         self.n_jobs = n_jobs
+        self.duplicates = duplicates
+        self.rare_k = rare_k
 
     def fit(self, train: pd.DataFrame | ValidatedTable, schema: Schema | None = None) -> "ReplicaDetector":
         """Learn everything that depends only on the training table (encodings, norms)."""
         check_number("threshold", self.threshold, low=0.0, high=1.0, low_open=True)
         check_n_jobs(self.n_jobs)
         check_positive_int("memory_budget", self.memory_budget)
+        check_choice("duplicates", self.duplicates, DUPLICATES)
+        check_int("rare_k", self.rare_k, low=2)
         if schema is None:
             schema = train.schema if isinstance(train, ValidatedTable) else Schema.infer(train)
         self.schema_ = schema
@@ -200,6 +288,8 @@ class ReplicaDetector:
         self.encoder_ = TableEncoder(schema).fit(checked, nan=fit_nan)
         self.distance_: Distance = get_distance(self.distance).fit(encoder=self.encoder_, clean=checked.data)
         self.n_train_ = len(checked)
+        self.copies_ = ExactCopies().fit(checked.data, schema)
+        self.rare_ = RareValues(self.rare_k).fit(checked.data, schema)
         return self
 
     def score(
@@ -232,8 +322,13 @@ class ReplicaDetector:
         ratio = np.where((d1 == 0) & (d2 == 0), np.nan, ratio)
         if self.n_train_ < 2:
             ratio = np.full(len(d1), np.nan)
+        exact = self.copies_.match(clean)
+        undefined = int(np.isnan(ratio).sum())
+        if self.duplicates == "replica":
+            ratio = np.where(np.isnan(ratio) & exact, 0.0, ratio)  # a copy: the limit d1/d2 -> 0
         with np.errstate(invalid="ignore"):
             is_replica = ratio < self.threshold
+        rare = self.rare_.score(clean)
         table = pd.DataFrame(
             {
                 "synthetic_row": clean.index.to_numpy(),
@@ -243,9 +338,13 @@ class ReplicaDetector:
                 "d2": d2,
                 "ratio": ratio,
                 "is_replica": is_replica,
+                "exact_copy": exact,
+                "rare_value": rare.rows,
             }
         )
         hold = None
         if holdout is not None:
             hold = self.score(holdout, nan=nan, unseen=unseen, extra=extra, name="holdout", progress=progress)
-        return ReplicaResult(table, self.n_train_, float(self.threshold), self.distance, hold)
+        return ReplicaResult(
+            table, self.n_train_, float(self.threshold), self.distance, hold, self.duplicates, undefined, rare
+        )
