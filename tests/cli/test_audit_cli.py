@@ -72,7 +72,18 @@ def test_audit_end_to_end_on_adult(adult_files, tmp_path, capsys) -> None:
         assert key in summary
     assert summary["n_train"] == 3000 and summary["n_synthetic"] == 400 and summary["distance"] == "gower"
     replicas = pd.read_csv(out / "replicas.csv")
-    assert list(replicas.columns) == ["synthetic_row", "nn1", "nn2", "d1", "d2", "ratio", "is_replica"]
+    assert list(replicas.columns) == [
+        "synthetic_row",
+        "nn1",
+        "nn2",
+        "d1",
+        "d2",
+        "ratio",
+        "is_replica",
+        "exact_copy",
+        "rare_value",
+    ]
+    assert replicas.exact_copy.iloc[:100].all() and summary["exact_copy_rate"] >= 100 / 400
     assert replicas.is_replica.iloc[:100].mean() > 0.9  # the planted copies
     assert (replicas.nn1.iloc[:100] == range(100)).mean() > 0.9
     records = pd.read_csv(out / "records.csv")
