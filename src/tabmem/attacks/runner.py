@@ -6,14 +6,14 @@ Targets are the members followed by the non-members (``target_row`` = position i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from tabmem.attacks.base import ATTACKS, get_attack
-from tabmem.attacks.evaluation import MembershipResult, evaluate_membership
+from tabmem.attacks.evaluation import MembershipResult, degenerate_warnings, evaluate_membership
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
 from tabmem.errors import TabmemError
 
@@ -28,6 +28,8 @@ class AttackReport:
     scores: pd.DataFrame
     n_overlap: int
     skipped: dict[str, str]
+    schema: Schema | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def risk(self) -> pd.DataFrame:
         """Per-record risk table joining all attacks (ranks, best rank first); see :func:`tabmem.attacks.compare.risk_table`."""
@@ -44,9 +46,13 @@ class AttackReport:
             "n_members": any_r.n_members if any_r else None,
             "n_non_members": any_r.n_non_members if any_r else None,
             "n_member_rows_also_in_non_members": self.n_overlap,
+            "min_resolved_fpr": any_r.min_resolved_fpr if any_r else None,
             "skipped": self.skipped,
+            "warnings": list(self.warnings),
             "target_row": "position in members followed by non-members",
         }
+        if self.schema is not None:
+            out["_meta"]["schema"] = self.schema.to_dict()
         return out
 
 
@@ -69,7 +75,9 @@ def run_attacks(
     Bad input raises :class:`~tabmem.errors.TabmemError` / ``SchemaError``: tables whose columns
     differ from the schema (``extra="ignore"`` drops unknown columns), empty tables, members
     identical to non-members. ``domias`` without a reference table is skipped (reported in
-    ``skipped``) unless it is the only attack asked for.
+    ``skipped``) unless it is the only attack asked for; so is an attack that cannot run on these
+    tables (its reason in ``skipped``). Fewer than
+    :data:`~tabmem.attacks.evaluation.MIN_TARGETS` members or non-members add a warning.
     """
     unknown = [a for a in attacks if a not in ATTACKS]
     if unknown:
@@ -113,11 +121,20 @@ def run_attacks(
         if not cls.supports_nan and has_nan:
             skipped[name] = f"{name} needs complete rows (missing values present)"
             continue
-        attack = get_attack(name, **kw).fit(checked["synthetic"], schema, reference=checked.get("reference"))
-        s = attack.score(targets)
+        attack = get_attack(name, **kw)
+        try:
+            s = attack.fit(checked["synthetic"], schema, reference=checked.get("reference")).score(targets)
+        except TabmemError as exc:
+            if len(attacks) == 1:
+                raise
+            skipped[name] = str(exc)
+            continue
         scores[name] = s
         results[name] = evaluate_membership(s, is_member, n_bootstrap=n_bootstrap, random_state=random_state)
-    return AttackReport(results=results, scores=scores, n_overlap=n_overlap, skipped=skipped)
+    warnings = degenerate_warnings(len(checked["members"]), len(checked["non-members"]))
+    return AttackReport(
+        results=results, scores=scores, n_overlap=n_overlap, skipped=skipped, schema=schema, warnings=warnings
+    )
 
 
 def _row_keys(clean: pd.DataFrame) -> np.ndarray:

@@ -10,8 +10,20 @@ from __future__ import annotations
 import click
 
 from tabmem._io import write_frame, write_json
-from tabmem.cli._options import NJOBS, column_names, prepare_out_dir, read_user_table, schema_options, seed_option
+from tabmem.cli._options import (
+    NJOBS,
+    column_names,
+    echo_schema,
+    echo_threads,
+    echo_warning,
+    prepare_out_dir,
+    read_user_table,
+    schema_options,
+    seed_option,
+    threads_option,
+)
 from tabmem.errors import TabmemError
+from tabmem.neighbors.distances import DISTANCES
 
 
 @click.command("attack")
@@ -27,7 +39,9 @@ from tabmem.errors import TabmemError
 @click.option(
     "--serializer", default="canonical", show_default=True, help="Row format of LevAtt (canonical, paper_sft, ...)."
 )
-@click.option("--distance", default="l2", show_default=True, help="Distance of DCR and MC (l2, gower, fang2024).")
+@click.option(
+    "--distance", type=click.Choice(DISTANCES.names()), default="l2", show_default=True, help="Distance of DCR and MC."
+)
 @schema_options
 @click.option(
     "--nan", type=click.Choice(["error", "match"]), default="error", show_default=True, help="Missing values."
@@ -41,7 +55,13 @@ from tabmem.errors import TabmemError
     help="Bootstrap resamples of the AUC CI (0: no CI).",
 )
 @seed_option("Seed of the bootstrap.")
-@click.option("--n-jobs", default=2, show_default=True, type=NJOBS, help="Workers of the neighbour searches (-1: all).")
+@click.option(
+    "--n-jobs",
+    default=None,
+    type=NJOBS,
+    help="Workers of the neighbour searches (default: the CPUs available; -1: all).",
+)
+@threads_option("BLAS threads of the density estimates")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
 def attack(
     members_path: str,
@@ -59,16 +79,19 @@ def attack(
     ignore_extra: bool,
     n_bootstrap: int,
     seed: int,
-    n_jobs: int,
+    n_jobs: int | None,
+    threads: int | None,
     out_dir: str,
 ) -> None:
     """Membership inference with only the synthetic table: can it tell who was in the training data?"""
     from rich.console import Console
     from rich.table import Table
 
+    from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
     from tabmem.attacks import ATTACKS
     from tabmem.attacks.runner import run_attacks
     from tabmem.data.schema import Schema
+    from tabmem.data.serialization import SERIALIZERS
 
     names = column_names(attacks)
     if not names:
@@ -76,6 +99,10 @@ def attack(
     unknown = [a for a in names if a not in ATTACKS]
     if unknown:
         raise TabmemError(f"--attacks: unknown attack(s) {unknown}; available: {', '.join(ATTACKS.names())}")
+    if "levatt" in names and serializer not in SERIALIZERS.names():
+        raise TabmemError(
+            f"--serializer: unknown serializer {serializer!r}; available: {', '.join(SERIALIZERS.names())}"
+        )
     out = prepare_out_dir(out_dir)
     members = read_user_table(members_path, encoding=encoding, option="--members")
     non_members = read_user_table(non_members_path, encoding=encoding, option="--non-members")
@@ -84,44 +111,60 @@ def attack(
     schema = Schema.infer(
         members, categorical=column_names(categorical), numerical=column_names(numerical), target=target or None
     )
+    echo_schema(schema, members_path)
+    workers = resolve_n_jobs(n_jobs, "--n-jobs")
+    threads = threads or threads_per_worker(1)
+    echo_threads(workers, 1, f"each in neighbour searches, {threads} thread{'s' if threads != 1 else ''} for densities")
     params = {
-        "levatt": {"serializer": serializer, "n_jobs": n_jobs},
-        "dcr": {"distance": distance, "n_jobs": n_jobs},
-        "mc": {"distance": distance, "n_jobs": n_jobs},
+        "levatt": {"serializer": serializer, "n_jobs": workers},
+        "dcr": {"distance": distance, "n_jobs": workers},
+        "mc": {"distance": distance, "n_jobs": workers},
     }
-    report = run_attacks(
-        members,
-        non_members,
-        synthetic,
-        schema,
-        reference=reference,
-        attacks=names,
-        attack_params=params,
-        nan=nan,
-        extra="ignore" if ignore_extra else "error",
-        n_bootstrap=n_bootstrap,
-        random_state=seed,
-    )
+    with limit_threads(threads):
+        report = run_attacks(
+            members,
+            non_members,
+            synthetic,
+            schema,
+            reference=reference,
+            attacks=names,
+            attack_params=params,
+            nan=nan,
+            extra="ignore" if ignore_extra else "error",
+            n_bootstrap=n_bootstrap,
+            random_state=seed,
+        )
     write_json(out / "summary.json", report.summary())
     write_frame(out / "scores.csv", report.scores)
     write_frame(out / "risk.csv", report.risk())
     table = Table(title="Membership inference (higher AUC = more leakage; 0.5 = chance)")
     for col in ("attack", "AUC", "95% CI", "TPR@FPR=0", "TPR@0.001", "TPR@0.01", "TPR@0.1"):
         table.add_column(col)
+    resolved = None
     for name, r in report.results.items():
         t = r.tpr_at_fpr
+        resolved = r.min_resolved_fpr
+        ci = "n/a" if r.auc_ci[0] != r.auc_ci[0] else f"[{r.auc_ci[0]:.3f}, {r.auc_ci[1]:.3f}]"
         table.add_row(
             name,
             f"{r.auc:.3f}",
-            f"[{r.auc_ci[0]:.3f}, {r.auc_ci[1]:.3f}]",
-            *(f"{t[f]:.3f}" for f in (0.0, 0.001, 0.01, 0.1)),
+            ci,
+            *(f"{t[f]:.3f}" + ("*" if 0 < f < r.min_resolved_fpr else "") for f in (0.0, 0.001, 0.01, 0.1)),
         )
     console = Console()
     console.print(table)
+    if resolved is not None:
+        n_non = next(iter(report.results.values())).n_non_members
+        console.print(
+            f"smallest FPR that {n_non} non-member(s) resolve: {resolved:.4g}"
+            + (" (* = below it: interpolated towards TPR@FPR=0, not measured)" if resolved > 0.001 else "")
+        )
     for name, why in report.skipped.items():
         console.print(f"skipped {name}: {why}")
+    for message in report.warnings:
+        echo_warning(message)
     if report.n_overlap:
-        console.print(f"warning: {report.n_overlap} member row(s) also appear among the non-members")
+        echo_warning(f"{report.n_overlap} member row(s) also appear among the non-members")
     console.print(
         f"wrote {out / 'summary.json'}, {out / 'scores.csv'} and {out / 'risk.csv'} (records by strongest evidence)"
     )
