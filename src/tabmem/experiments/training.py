@@ -356,4 +356,5 @@ def demo_train(
         holdout=holdout,
         progress=progress,
         source={"demo": True},
+        overwrite=True,  # the demo's own output folder: a second demo replaces the first
     )
