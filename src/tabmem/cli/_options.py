@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from tabmem.errors import TabmemError
 
 __all__ = [
     "NJOBS",
+    "FiniteRange",
     "echo_schema",
     "echo_threads",
     "echo_warning",
@@ -76,8 +78,20 @@ class _NJobs(click.ParamType):
 
 
 NJOBS = _NJobs()
+
+
+class FiniteRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses ``nan`` and ``inf`` (a plain FloatRange lets ``nan`` through)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        v = super().convert(value, param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return v
+
+
 #: working memory in GiB: at least 16 MiB (below that the search would run row by row), at most 1 TiB
-MEMORY_GB = click.FloatRange(min=1 / 64, max=1024)
+MEMORY_GB = FiniteRange(min=1 / 64, max=1024)
 
 
 def seed_option(help: str) -> Callable[[Callable], Callable]:

@@ -15,6 +15,7 @@ from tabmem._io import write_frame, write_json
 from tabmem.cli._options import (
     MEMORY_GB,
     NJOBS,
+    FiniteRange,
     echo_schema,
     echo_threads,
     echo_warning,
@@ -115,7 +116,7 @@ def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -
 @click.option("--distance", type=click.Choice(DISTANCES.names()), default="fang2024", show_default=True)
 @click.option(
     "--threshold",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=FiniteRange(0, 1, min_open=True),
     default=1 / 3,
     show_default="0.3333",
     help="A synthetic row is a replica when d1/d2 < threshold (0 < threshold <= 1).",

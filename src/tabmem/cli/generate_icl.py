@@ -13,6 +13,7 @@ from __future__ import annotations
 import click
 
 from tabmem.cli._options import (
+    FiniteRange,
     column_names,
     default_threads,
     echo_schema,
@@ -50,14 +51,12 @@ from tabmem.errors import TabmemError
 )
 @click.option("--n", "n_rows", required=True, type=click.IntRange(min=1), help="Valid rows to generate.")
 @click.option("--rows-per-request", default=32, show_default=True, type=click.IntRange(min=1))
-@click.option(
-    "--temperature", default=1.0, show_default=True, type=click.FloatRange(min=0.0), help="Sampling temperature."
-)
+@click.option("--temperature", default=1.0, show_default=True, type=FiniteRange(min=0.0), help="Sampling temperature.")
 @click.option(
     "--timeout",
     default=30.0,
     show_default=True,
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=FiniteRange(min=0.0, min_open=True),
     help="Seconds an attempt waits for an openai backend's answer.",
 )
 @click.option(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from tabmem.cli._options import default_threads, echo_threads, prepare_out_file, seed_option, torch_options
+from tabmem.cli._options import FiniteRange, default_threads, echo_threads, prepare_out_file, seed_option, torch_options
 from tabmem.errors import TabmemError
 
 
@@ -29,7 +29,7 @@ from tabmem.errors import TabmemError
 @click.option(
     "--tlp",
     "tendency",
-    type=click.FloatRange(min=1.0),
+    type=FiniteRange(min=1.0),
     default=None,
     help="LLM models only: Tendency-based Logit Processor with tendency T >= 1 (LevAtt paper defence).",
 )

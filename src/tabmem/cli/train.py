@@ -153,7 +153,7 @@ def train(
     """Train a generator, tracking per-record memorization; write the model, synthetic.csv and dynamics.json."""
     import torch
 
-    from tabmem.generators import GENERATORS
+    from tabmem.generators import GENERATORS, get_generator
 
     if resume and overwrite:
         raise TabmemError("--resume and --overwrite exclude each other")
@@ -161,6 +161,15 @@ def train(
     p = _parse_params(params)
     if backbone is not None and "backbone" not in generator_cls._param_names():
         raise TabmemError(f"--backbone only applies to generators built on a language model (llm), not {model!r}")
+    if epochs is not None:
+        p["epochs"] = epochs
+    if device is not None:
+        p["device"] = device
+    if backbone is not None:
+        p["backbone"] = backbone
+    preset_name = None if preset.lower() == "none" else preset
+    # the preset and every parameter are checked before any table is read
+    get_generator(model, preset=preset_name, dataset=dataset, **p).check_params()
     prepare_out_dir(out_dir)
     loaded = load_training_table(
         train=train,
@@ -180,13 +189,6 @@ def train(
     n_threads = threads or default_threads()
     torch.set_num_threads(n_threads)
     echo_threads(1, n_threads, "(torch)")
-    if epochs is not None:
-        p["epochs"] = epochs
-    if device is not None:
-        p["device"] = device
-    if backbone is not None:
-        p["backbone"] = backbone
-    preset_name = None if preset.lower() == "none" else preset
     from tabmem.experiments.training import train_to_dir
 
     summary = train_to_dir(

@@ -165,6 +165,7 @@ class Schema:
             raise SchemaError(
                 "training", [f"column {c!r} named on the command line is not in the table" for c in unknown]
             )
+        _check_kinds_disjoint(categorical, numerical)
         cat, num, problems = [], [], []
         for col, series in zip(columns, (table.iloc[:, j] for j in range(table.shape[1]))):
             if col in categorical:
@@ -222,6 +223,7 @@ class Schema:
         unknown = sorted((cat_set | num_set | ({target} if target else set())) - set(self.columns))
         if unknown:
             raise SchemaError("training", [f"column {c!r} is not in the table" for c in unknown])
+        _check_kinds_disjoint(cat_set, num_set)
         cat = [c for c in self.columns if (c in self.categorical and c not in num_set) or c in cat_set]
         num = [c for c in self.columns if c not in cat]
         tgt = target or self.target
@@ -278,6 +280,12 @@ def _mostly_numeric_problem(col: str, rows: np.ndarray) -> str:
         f"column {col!r} is numeric except for {len(rows)} cell(s) (first rows: {_head(rows)}); "
         f"fix those cells (or leave them empty), or {accept} to treat the column as categorical"
     )
+
+
+def _check_kinds_disjoint(categorical: Iterable[str], numerical: Iterable[str]) -> None:
+    both = sorted(set(categorical) & set(numerical))
+    if both:
+        raise SchemaError("training", [f"column {c!r} is declared both categorical and numerical" for c in both])
 
 
 def _check_unique_columns(table: pd.DataFrame, name: str) -> None:

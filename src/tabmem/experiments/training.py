@@ -170,6 +170,8 @@ def train_to_dir(
     if len(table) < 2:
         raise TabmemError(f"training table: needs at least 2 rows, got {len(table)}")
     check_magnitudes(table)
+    if holdout is not None:  # structural problems of the holdout surface now, not after training
+        holdout = validate(holdout, schema, name="holdout", nan="error")
     if checkpoint_every is None:
         checkpoint_every = track_every if track_every else max(1, int(gen.epochs) // 10)
     config = {
@@ -250,6 +252,14 @@ def train_to_dir(
         and len(tracker.last_sample_) == len(train)
     ):
         synthetic, result = tracker.last_sample_, tracker.last_result_
+    elif (
+        tracker is not None
+        and tracker.tracks(int(gen.epoch_), int(gen.epochs))
+        and int(tracker.n_samples or len(train)) == len(train)
+    ):
+        # a run resumed at its last checkpoint trains no epoch, so the tracker drew nothing: draw what it drew
+        synthetic = gen.sample(len(train), random_state=tracker.sample_seed(int(gen.epoch_)))
+        result = None
     else:
         synthetic = gen.sample(len(train), random_state=int(np.random.SeedSequence([seed, 99]).generate_state(1)[0]))
         result = None
