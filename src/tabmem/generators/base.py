@@ -272,7 +272,7 @@ class TabularGenerator:
         check_positive_int(f"{cls}: epochs", getattr(self, "epochs", None))
         check_positive_int(f"{cls}: batch_size", getattr(self, "batch_size", 1))
         if hasattr(self, "lr"):
-            check_number(f"{cls}: lr", self.lr, low=0.0, low_open=True)
+            check_number(f"{cls}: lr", self.lr, low=0.0)  # 0 freezes the weights (tests use it)
         if hasattr(self, "weight_decay"):
             check_number(f"{cls}: weight_decay", self.weight_decay, low=0.0)
         check_random_state(getattr(self, "random_state", None))
