@@ -1,0 +1,275 @@
+"""Read output directories into the report model: one function per input kind.
+
+* :func:`read_train_dir`: a ``tabmem train`` run directory;
+* :func:`read_audit_dir`, :func:`read_attack_dir`, :func:`read_quality_dir`: the output
+  directories of ``tabmem audit`` / ``attack`` / ``quality``;
+* :func:`read_cell`: a directory holding any of these, itself or in ``audit/``, ``attack/`` and
+  ``quality/`` sub-directories (a study cell, or a ``tabmem demo`` table);
+* :func:`read_study_dir`: a ``tabmem run`` study (``manifest.json``);
+* :func:`load_report_data`: any of the above, or a directory of cells (``tabmem demo``'s output).
+
+Every reader returns the same :class:`~tabmem.experiments.report.model.ReportData`; numbers are
+taken from the files as written, never recomputed from records. A missing optional file (older
+outputs without ``roc.csv``, say) becomes a note in the report, not an error.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tabmem._io import read_json
+from tabmem.errors import TabmemError
+from tabmem.experiments.report.model import Attacks, Audit, Cell, Quality, ReportData, Training
+
+__all__ = [
+    "detect_kind",
+    "read_train_dir",
+    "read_audit_dir",
+    "read_attack_dir",
+    "read_quality_dir",
+    "read_cell",
+    "read_study_dir",
+    "load_report_data",
+]
+
+#: attacks whose score is minus a distance to the closest synthetic row (``tabmem.attacks``)
+DISTANCE_ATTACKS: dict[str, str] = {
+    "levatt": "edit distance to the closest synthetic row string",
+    "dcr": "distance to the closest synthetic row",
+}
+#: sub-directories of a cell that hold one command's outputs
+PART_DIRS: dict[str, tuple[str, ...]] = {
+    "audit": ("audit",),
+    "attack": ("attack", "attacks"),
+    "quality": ("quality",),
+}
+KINDS = ("study", "train", "audit", "attack", "quality")
+
+
+def detect_kind(path: str | Path) -> str | None:
+    """Which command wrote ``path`` (``study``, ``train``, ``audit``, ``attack``, ``quality``), or None."""
+    p = Path(path)
+    if (p / "manifest.json").is_file():
+        return "study"
+    if not (p / "summary.json").is_file():
+        return None
+    summary = read_json(p / "summary.json")
+    if not isinstance(summary, dict):
+        return None
+    if "_meta" in summary:
+        return "attack"
+    if "goals" in summary and "shape" in summary:
+        return "quality"
+    if "memorization_rate" in summary:
+        config = _read_optional_json(p / "config.json")
+        return "train" if isinstance(config, dict) and "model" in config else "audit"
+    return None
+
+
+# ----------------------------------------------------------------------------- parts
+def _audit_part(p: Path, summary: dict[str, Any], notes: list[str]) -> Audit:
+    counts = None
+    records = p / "records.csv"
+    if records.is_file():
+        counts = pd.read_csv(records, usecols=["replica_count"])["replica_count"].to_numpy(dtype=np.int64)
+    else:
+        notes.append(f"{p}: no records.csv, so no per-record replica counts (the heavy-tail plot is left out)")
+    if "excess_memorization" in summary and "excess_memorization_ci" not in summary:
+        notes.append(f"{p}: summary.json has no bootstrap intervals (written by an older tabmem): re-run to get them")
+    return Audit(summary=summary, record_counts=counts, path=str(p))
+
+
+def read_audit_dir(path: str | Path, notes: list[str] | None = None) -> Audit:
+    """A ``tabmem audit`` output directory (``summary.json``, ``records.csv``)."""
+    p = Path(path)
+    return _audit_part(p, _summary(p), notes if notes is not None else [])
+
+
+def read_attack_dir(path: str | Path, notes: list[str] | None = None) -> Attacks:
+    """A ``tabmem attack`` output directory (``summary.json``, ``roc.csv``, ``scores.csv``)."""
+    p = Path(path)
+    notes = notes if notes is not None else []
+    summary = _summary(p)
+    attacks = Attacks(summary=summary, path=str(p))
+    names = list(attacks.results)
+    if (p / "roc.csv").is_file():
+        attacks.roc = pd.read_csv(p / "roc.csv", usecols=["attack", "fpr", "tpr"])
+    else:
+        notes.append(f"{p}: no roc.csv (written by an older tabmem): the ROC curves are left out")
+    wanted = [a for a in DISTANCE_ATTACKS if a in names]
+    if wanted and (p / "scores.csv").is_file():
+        scores = pd.read_csv(p / "scores.csv", usecols=["is_member", *wanted])
+        member = scores["is_member"].astype(bool).to_numpy()
+        for name in wanted:
+            attacks.distances[name] = pd.DataFrame({"distance": -scores[name].to_numpy(float), "is_member": member})
+    return attacks
+
+
+def read_quality_dir(path: str | Path, notes: list[str] | None = None) -> Quality:
+    """A ``tabmem quality`` output directory (``summary.json``, ``shape_breakdown.csv``)."""
+    p = Path(path)
+    shape = p / "shape_breakdown.csv"
+    breakdown = pd.read_csv(shape, usecols=["column", "metric", "score"]) if shape.is_file() else None
+    return Quality(summary=_summary(p), shape_breakdown=breakdown, path=str(p))
+
+
+def read_train_dir(path: str | Path, notes: list[str] | None = None) -> tuple[Training, Audit]:
+    """A ``tabmem train`` run directory: the training part and the audit of its final ``synthetic.csv``."""
+    p = Path(path)
+    notes = notes if notes is not None else []
+    config = read_json(p / "config.json")
+    training = Training(config=config, path=str(p))
+    epochs = p / "tracking" / "epochs.csv"
+    if epochs.is_file():
+        training.epochs = pd.read_csv(epochs)
+    if (p / "history.csv").is_file():
+        training.history = pd.read_csv(p / "history.csv")
+    if (p / "trajectories.csv").is_file():
+        training.trajectories = pd.read_csv(p / "trajectories.csv")
+    training.dynamics = _read_optional_json(p / "dynamics.json")
+    if training.epochs is None:
+        notes.append(f"{p}: trained without tracking (--track-every 0): no memorization-over-epochs plot")
+    return training, _audit_part(p, _summary(p), notes)
+
+
+# ----------------------------------------------------------------------------- cells
+def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | None = None) -> Cell:
+    """One cell: ``path`` itself (any kind) and its ``audit/``, ``attack/``, ``quality/`` sub-directories."""
+    p = Path(path)
+    notes = notes if notes is not None else []
+    cell = Cell(name=name or p.name, path=str(p))
+    kind = detect_kind(p)
+    if kind == "train":
+        cell.training, cell.audit = read_train_dir(p, notes)
+    elif kind == "audit":
+        cell.audit = read_audit_dir(p, notes)
+    elif kind == "attack":
+        cell.attacks = read_attack_dir(p, notes)
+    elif kind == "quality":
+        cell.quality = read_quality_dir(p, notes)
+    for part, dirs in PART_DIRS.items():
+        for d in dirs:
+            sub = p / d
+            if not sub.is_dir() or detect_kind(sub) != part:
+                continue
+            if part == "audit" and cell.audit is None:
+                cell.audit = read_audit_dir(sub, notes)
+            elif part == "attack" and cell.attacks is None:
+                cell.attacks = read_attack_dir(sub, notes)
+            elif part == "quality" and cell.quality is None:
+                cell.quality = read_quality_dir(sub, notes)
+    config = _read_optional_json(p / "config.json")
+    if isinstance(config, dict):
+        cell.config = config
+    cell.axes = _axes(cell)
+    status = _read_optional_json(p / "status.json")
+    if isinstance(status, dict):
+        cell.status = str(status.get("status", cell.status))
+        cell.error = status.get("error")
+    return cell
+
+
+def _axes(cell: Cell) -> dict[str, Any]:
+    """What tells this cell apart: dataset, generator, seed (from its config and summaries)."""
+    axes: dict[str, Any] = {}
+    cfg = cell.config
+    source = cfg.get("source") if isinstance(cfg.get("source"), dict) else {}
+    dataset = source.get("dataset") or (cfg.get("schema") or {}).get("name")
+    if dataset is None and cell.audit is not None:
+        dataset = (cell.audit.get("schema") or {}).get("name")
+    if dataset:
+        axes["dataset"] = dataset
+    if cfg.get("model"):
+        axes["generator"] = cfg["model"] + (f" ({cfg['preset']})" if cfg.get("preset") else "")
+    if "seed" in cfg:
+        axes["seed"] = cfg["seed"]
+    return axes
+
+
+def read_study_dir(path: str | Path) -> ReportData:
+    """A ``tabmem run`` study directory (``manifest.json``; each cell a run directory)."""
+    p = Path(path)
+    manifest = read_json(p / "manifest.json")
+    if not isinstance(manifest, dict):
+        raise TabmemError(f"{str(p / 'manifest.json')!r} is not a study manifest (expected a JSON object)")
+    notes: list[str] = []
+    cells: list[Cell] = []
+    entries = manifest.get("cells", [])
+    if isinstance(entries, dict):
+        entries = [{"id": k, **(v if isinstance(v, dict) else {"status": v})} for k, v in entries.items()]
+    for entry in entries:
+        cid = str(entry.get("id") or entry.get("hash") or entry.get("name"))
+        cdir = p / str(entry.get("dir") or entry.get("path") or Path("cells") / cid)
+        if not cdir.is_dir():
+            cdir = p / cid
+        cell = read_cell(cdir, name=cid, notes=notes) if cdir.is_dir() else Cell(name=cid, path=str(cdir))
+        axes = entry.get("axes")
+        if isinstance(axes, dict) and axes:
+            cell.axes = {**cell.axes, **axes}
+        cell.status = str(entry.get("status", cell.status))
+        cell.error = entry.get("error", cell.error)
+        if not cdir.is_dir():
+            notes.append(f"cell {cid}: run directory {str(cdir)!r} not found")
+        cells.append(cell)
+    versions = manifest.get("versions") if isinstance(manifest.get("versions"), dict) else {}
+    study = {k: v for k, v in manifest.items() if k not in ("cells", "versions")}
+    title = str(manifest.get("name") or manifest.get("study") or p.name)
+    return ReportData(
+        title=title, source=str(p), kind="study", cells=cells, versions=versions, notes=notes, study=study
+    )
+
+
+def load_report_data(path: str | Path) -> ReportData:
+    """Read any supported input (see the module docstring) into a :class:`ReportData`."""
+    p = Path(path)
+    if not p.exists():
+        raise TabmemError(f"DIR: {str(p)!r} does not exist")
+    if not p.is_dir():
+        raise TabmemError(f"DIR: {str(p)!r} is a file; give the directory a tabmem command wrote")
+    kind = detect_kind(p)
+    if kind == "study":
+        return read_study_dir(p)
+    notes: list[str] = []
+    cell = read_cell(p, notes=notes)
+    if cell.has_results:
+        title = " · ".join(str(v) for k, v in cell.axes.items() if k != "seed") or p.name
+        return ReportData(title=title, source=str(p), kind=kind or "cell", cells=[cell], notes=notes)
+    cells = [read_cell(child, notes=notes) for child in sorted(p.iterdir()) if child.is_dir() and _holds_results(child)]
+    if not cells:
+        raise TabmemError(
+            f"DIR: {str(p)!r} is not a study, a tabmem train run directory, or an audit/attack/quality output "
+            "directory (no manifest.json or summary.json in it or its sub-directories)"
+        )
+    return ReportData(title=p.name, source=str(p), kind="collection", cells=cells, notes=notes)
+
+
+# ----------------------------------------------------------------------------- helpers
+def _holds_results(p: Path) -> bool:
+    if detect_kind(p) is not None:
+        return True
+    return any((p / d).is_dir() and detect_kind(p / d) is not None for dirs in PART_DIRS.values() for d in dirs)
+
+
+def _summary(p: Path) -> dict[str, Any]:
+    summary = read_json(p / "summary.json")
+    if not isinstance(summary, dict):
+        raise TabmemError(f"{str(p / 'summary.json')!r} is not a tabmem summary (expected a JSON object)")
+    return summary
+
+
+def _read_optional_json(path: Path) -> Any:
+    return read_json(path) if path.is_file() else None
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a finite float, or None (JSON nulls, NaN, missing)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None

@@ -1,0 +1,127 @@
+"""Real outputs of the tabmem commands on a tiny table, for the report tests (about ten seconds, once).
+
+``build(root)`` writes, with the CLI itself:
+
+* ``root/runs/tabddpm``: ``tabmem train`` (tiny TabDDPM, tracked every epoch, holdout) with
+  ``attack/`` and ``quality/`` sub-directories (the layout of a study cell);
+* ``root/runs/copies``: a leaky table (most rows copied from the training rows) with ``audit/``,
+  ``attack/`` and ``quality/`` sub-directories.
+
+The training table holds the marker value ``SECRET`` in a categorical column, so that a test can
+check that no training value reaches the report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tabmem.cli import main
+
+SECRET = "Zzsecretville"
+TINY = ["--param", "layers=[16]", "--param", "dim_t=8", "--param", "num_timesteps=4", "--param", "batch_size=32"]
+
+
+def tables(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    n = 160
+    df = pd.DataFrame(
+        {
+            "age": rng.integers(20, 70, n),
+            "income": rng.normal(1e4, 3e3, n).round(2),
+            "hours": rng.normal(40, 8, n).round(1),
+            "city": rng.choice([SECRET, "Paris", "Oslo", "Lima"], n),
+            "label": rng.choice(["yes", "no"], n),
+        }
+    )
+    return df.iloc[:100].reset_index(drop=True), df.iloc[100:].reset_index(drop=True)
+
+
+def _run(argv: list[str]) -> None:
+    try:
+        main(argv)
+    except SystemExit as exc:
+        if exc.code:
+            raise RuntimeError(f"tabmem {' '.join(argv)} exited with {exc.code}") from None
+
+
+def build(root: Path) -> Path:
+    """Write the example outputs under ``root`` (see the module docstring); returns ``root / "runs"``."""
+    import torch
+
+    runs = root / "runs"
+    train, hold = tables()
+    train_csv, hold_csv = root / "train.csv", root / "holdout.csv"
+    train.to_csv(train_csv, index=False)
+    hold.to_csv(hold_csv, index=False)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ddpm = runs / "tabddpm"
+        _run(
+            ["train", "--train", str(train_csv), "--holdout", str(hold_csv), "--categorical", "city,label"]
+            + ["--epochs", "4", "--track-every", "1", "--seed", "1", "--threads", "1", "--quiet", "--out", str(ddpm)]
+            + TINY
+        )
+    finally:
+        torch.set_num_threads(threads)
+    rng = np.random.default_rng(3)
+    copies = train.sample(100, replace=True, random_state=3).reset_index(drop=True)
+    jitter = rng.random(100) < 0.3
+    copies.loc[jitter, "income"] = (copies.loc[jitter, "income"] + rng.normal(0, 900, jitter.sum())).round(2)
+    copies_dir = runs / "copies"
+    copies_dir.mkdir(parents=True)
+    copies_csv = root / "copies.csv"
+    copies.to_csv(copies_csv, index=False)
+    for name, syn in (("tabddpm", ddpm / "synthetic.csv"), ("copies", copies_csv)):
+        cell = runs / name
+        if name == "copies":
+            _run(
+                ["audit", "--train", str(train_csv), "--synthetic", str(syn), "--holdout", str(hold_csv)]
+                + ["--categorical", "city,label", "--unseen", "mismatch", "--n-jobs", "1", "--out", str(cell / "audit")]
+            )
+        _run(
+            ["attack", "--members", str(train_csv), "--non-members", str(hold_csv), "--synthetic", str(syn)]
+            + ["--attacks", "levatt,dcr,mc", "--categorical", "city,label", "--n-bootstrap", "50", "--n-jobs", "1"]
+            + ["--out", str(cell / "attack")]
+        )
+        _run(
+            ["quality", "--real", str(train_csv), "--synthetic", str(syn), "--test", str(hold_csv), "--holdout"]
+            + [
+                str(hold_csv),
+                "--categorical",
+                "city,label",
+                "--target",
+                "label",
+                "--metrics",
+                "shape,trend,mle,dcr_share",
+            ]
+            + ["--mle-grid", "tiny", "--out", str(cell / "quality")]
+        )
+    return runs
+
+
+_BUILT: dict[int, Path] = {}
+
+
+def cached_build(tmp_path_factory) -> Path:
+    """:func:`build` once per test session (both report test modules share the outputs)."""
+    import os
+
+    if os.getpid() not in _BUILT:
+        _BUILT[os.getpid()] = build(tmp_path_factory.mktemp("report-inputs"))
+    return _BUILT[os.getpid()]
+
+
+_HTML: dict[Path, str] = {}
+
+
+def cached_report(runs: Path) -> str:
+    """The report of ``runs`` (both cells), rendered once per session."""
+    from tabmem.experiments.report import load_report_data, render_report
+
+    if runs not in _HTML:
+        _HTML[runs] = render_report(load_report_data(runs))
+    return _HTML[runs]
