@@ -142,7 +142,7 @@ def test_tpr_intervals_match_a_naive_bootstrap_and_resolution():
     assert res.tpr_at_fpr_ci[0.1][0] <= res.tpr_at_fpr[0.1] <= res.tpr_at_fpr_ci[0.1][1]
     # the AUC interval comes from the same resamples as before (unchanged by the TPR intervals)
     assert res.auc_ci == evaluate_membership(s, y, n_bootstrap=200, random_state=11).auc_ci
-    assert res.min_fpr_resolved == pytest.approx(1 / 150)
+    assert res.min_resolved_fpr == pytest.approx(1 / 150)
     d = res.to_dict()
-    assert d["min_fpr_resolved"] == pytest.approx(1 / 150) and set(d["tpr_at_fpr_ci"]) == {"0", "0.001", "0.01", "0.1"}
+    assert d["min_resolved_fpr"] == pytest.approx(1 / 150) and set(d["tpr_at_fpr_ci"]) == {"0", "0.001", "0.01", "0.1"}
     assert evaluate_membership(s, y, n_bootstrap=0).to_dict()["tpr_at_fpr_ci"]["0.1"] == [None, None]

@@ -5,7 +5,10 @@
 * ``root/runs/tabddpm``: ``tabmem train`` (tiny TabDDPM, tracked every epoch, holdout) with
   ``attack/`` and ``quality/`` sub-directories (the layout of a study cell);
 * ``root/runs/copies``: a leaky table (most rows copied from the training rows) with ``audit/``,
-  ``attack/`` and ``quality/`` sub-directories.
+  ``attack/`` and ``quality/`` sub-directories;
+* ``root/study``: the two as cells of a ``tabmem run`` study (``docs/studies.md``: ``manifest.json``,
+  ``cells/<id>/`` holding ``config.json``, ``status.json`` and relative links to step outputs,
+  ``audit/<distance>/`` per distance: fang2024 and gower for TabDDPM) plus a failed cell.
 
 The training table holds the marker value ``SECRET`` in a categorical column, so that a test can
 check that no training value reaches the report.
@@ -100,7 +103,74 @@ def build(root: Path) -> Path:
             ]
             + ["--mle-grid", "tiny", "--out", str(cell / "quality")]
         )
+    extra = root / "ddpm-audits"
+    for distance in ("fang2024", "gower"):
+        _run(
+            ["audit", "--train", str(train_csv), "--synthetic", str(ddpm / "synthetic.csv"), "--holdout", str(hold_csv)]
+            + ["--categorical", "city,label", "--unseen", "mismatch", "--distance", distance, "--n-jobs", "1"]
+            + ["--out", str(extra / distance)]
+        )
+    _study(root, runs, extra)
     return runs
+
+
+STUDY_CELLS = {
+    "a1b2c3d4e5f6": ("tiny/tabddpm-small/seed=1", "tabddpm-small", "done"),
+    "0f1e2d3c4b5a": ("tiny/copies/seed=0", "copies", "done"),
+    "99aa88bb77cc": ("tiny/ctgan/seed=0", "ctgan", "failed"),
+}
+
+
+def _study(root: Path, runs: Path, ddpm_audits: Path) -> Path:
+    """A study directory in the documented layout, its step outputs linked from the runs above."""
+    import json
+    import os
+
+    study = root / "study"
+    links = {
+        "a1b2c3d4e5f6": {
+            "train": runs / "tabddpm",
+            "audit": ddpm_audits,
+            "attack": runs / "tabddpm" / "attack",
+            "quality": runs / "tabddpm" / "quality",
+        },
+        "0f1e2d3c4b5a": {
+            "audit/fang2024": runs / "copies" / "audit",
+            "attack": runs / "copies" / "attack",
+            "quality": runs / "copies" / "quality",
+        },
+        "99aa88bb77cc": {},
+    }
+    cells = []
+    for cid, (name, generator, status) in STUDY_CELLS.items():
+        cdir = study / "cells" / cid
+        cdir.mkdir(parents=True)
+        labels = {"dataset": "tiny", "generator": generator, "mitigation": "none", "sampling": "default"}
+        seed = int(name.rsplit("=", 1)[1])
+        error = "TabmemError: ctgan: training diverged (loss is NaN at epoch 3)" if status == "failed" else None
+        (cdir / "config.json").write_text(json.dumps({"id": cid, "name": name, "labels": labels, "seed": seed}))
+        (cdir / "status.json").write_text(json.dumps({"status": status, "error": error}))
+        for rel, target in links[cid].items():
+            link = cdir / rel
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(os.path.relpath(target, link.parent), target_is_directory=True)
+        cells.append(
+            {"id": cid, "name": name, "labels": labels, "seed": seed, "status": status, "error": error}
+            | {"seconds": 1.0, "dir": f"cells/{cid}"}
+        )
+    manifest = {
+        "format": "tabmem-study",
+        "version": 1,
+        "study": {"name": "tiny", "path": "tiny.toml", "hash": "0123456789ab", "description": "report test"},
+        "versions": {"tabmem": "0.1.0", "python": "3.11.7", "numpy": "2.4.6", "pandas": "3.1.1"},
+        "executor": "local",
+        "updated": "2026-11-30T00:00:00+00:00",
+        "cells": cells,
+        "published": [],
+    }
+    (study / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    pd.DataFrame({"cell": list(STUDY_CELLS), "metric": "n_rows", "value": 1.0}).to_parquet(study / "results.parquet")
+    return study
 
 
 _BUILT: dict[int, Path] = {}
@@ -119,9 +189,9 @@ _HTML: dict[Path, str] = {}
 
 
 def cached_report(runs: Path) -> str:
-    """The report of ``runs`` (both cells), rendered once per session."""
+    """The report of the study next to ``runs`` (three cells, one failed), rendered once per session."""
     from tabmem.experiments.report import load_report_data, render_report
 
     if runs not in _HTML:
-        _HTML[runs] = render_report(load_report_data(runs))
+        _HTML[runs] = render_report(load_report_data(runs.parent / "study"))
     return _HTML[runs]

@@ -67,6 +67,23 @@ def test_readers_take_every_number_from_the_files(runs):
     assert ddpm.axes["generator"] == "tabddpm (small)" and ddpm.axes["seed"] == 1
 
 
+def test_study_reads_cells_in_manifest_order_with_axes_status_and_versions(runs):
+    data = load_report_data(runs.parent / "study")
+    assert data.kind == "study" and data.title == "tiny"
+    assert [c.name for c in data.cells] == ["tiny/tabddpm-small/seed=1", "tiny/copies/seed=0", "tiny/ctgan/seed=0"]
+    ddpm, copies, failed = data.cells
+    assert ddpm.axes == {"dataset": "tiny", "generator": "tabddpm-small", "seed": 1}  # "none"/"default" dropped
+    assert list(ddpm.audits) == ["fang2024", "gower"] and ddpm.audit is ddpm.audits["fang2024"]
+    assert ddpm.audit.summary == json.loads((runs.parent / "ddpm-audits/fang2024/summary.json").read_text())
+    assert ddpm.training is not None and ddpm.attacks is not None and ddpm.quality is not None
+    assert list(copies.audits) == ["fang2024"] and copies.training is None
+    assert failed.status == "failed" and "diverged" in failed.error and not failed.has_results
+    assert data.versions["numpy"] == "2.4.6" and data.study["executor"] == "local"
+    v = cell_verdict(failed)
+    assert v.level == "missing" and v.badge.startswith("cell failed: TabmemError: ctgan: training diverged")
+    assert "With the other distances: gower:" in cell_verdict(ddpm).findings[0].text
+
+
 @pytest.mark.parametrize(
     ("sub", "kind", "parts"),
     [
@@ -197,7 +214,8 @@ def test_verdict_of_the_example_runs(runs):
 # ----------------------------------------------------------------------------- figures
 def test_every_figure_is_an_inline_svg_or_absent(runs):
     svgs = re.findall(r"<svg\b[^>]*>", cached_report(runs))
-    # rates and frontier across cells; copies: heavy tail, ROC, distances, shape; tabddpm: the same and epochs
+    # rates and frontier across cells; copies: heavy tail, ROC, distances, shape; tabddpm: the same and epochs;
+    # the failed cell: none
     assert len(svgs) == 11
     for tag in svgs:
         assert tag.startswith('<svg class="plot" role="img" aria-label="') and "viewBox" in tag

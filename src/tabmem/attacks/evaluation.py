@@ -40,7 +40,7 @@ class MembershipResult:
     tpr_at_fpr_ci: dict[float, tuple[float, float]] = field(default_factory=dict)
 
     @property
-    def min_fpr_resolved(self) -> float:
+    def min_resolved_fpr(self) -> float:
         """The smallest non-zero FPR the non-members can measure: 1 / n_non_members.
 
         Below it, a TPR@FPR is the interpolation towards TPR@0, not a measured operating point.
@@ -59,7 +59,7 @@ class MembershipResult:
             "n_members": self.n_members,
             "n_non_members": self.n_non_members,
             "tpr_at_fpr_ci": {_key(f): [_finite(v) for v in ci] for f, ci in self.tpr_at_fpr_ci.items()},
-            "min_fpr_resolved": self.min_fpr_resolved,
+            "min_resolved_fpr": self.min_resolved_fpr,
         }
 
 

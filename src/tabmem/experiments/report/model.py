@@ -89,7 +89,8 @@ class Cell:
     path: str
     axes: dict[str, Any] = field(default_factory=dict)  # e.g. dataset, generator, mitigation, seed
     config: dict[str, Any] = field(default_factory=dict)
-    audit: Audit | None = None
+    audit: Audit | None = None  # the primary audit (the first distance)
+    audits: dict[str, Audit] = field(default_factory=dict)  # every audit, by distance
     attacks: Attacks | None = None
     quality: Quality | None = None
     training: Training | None = None

@@ -60,6 +60,7 @@ RC = {
     "svg.fonttype": "path",  # glyphs as paths: the page looks the same whatever fonts the reader has
     "svg.hashsalt": "tabmem-report",
 }
+MAX_POINT_LABELS = 12  # the frontier names its points up to this many cells (the table lists them all)
 WIDTH = 10.0  # inches: 960 px at the browser's 96 px per inch, the width of the report's column
 ATTACK_COLOURS = {
     "levatt": PALETTE[5],
@@ -255,6 +256,8 @@ def heavy_tail_figure(audit: Audit) -> str | None:
 @_styled
 def epochs_figure(training: Training, audit: Audit | None) -> str | None:
     """Memorization over the tracked epochs (holdout baseline as reference) and Top vs Non-top trajectories."""
+    from matplotlib.ticker import MaxNLocator
+
     ep = training.epochs
     if ep is None or len(ep) == 0:
         return None
@@ -274,6 +277,8 @@ def epochs_figure(training: Training, audit: Audit | None) -> str | None:
     ax.set_xlabel("epoch")
     ax.set_ylabel("%")
     ax.set_title("Memorization over training")
+    for axis in axes:
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
     if has_traj:
         bx = axes[1]
@@ -510,7 +515,8 @@ def frontier_figure(cells: Sequence[Cell], labels: Sequence[str], colour_by: str
                 capsize=2,
                 lw=1,
             )
-            ax.annotate(lab, (x, scale * y), xytext=(4, 3), textcoords="offset points", fontsize=7, color=INK)
+            if len(rows) <= MAX_POINT_LABELS:
+                ax.annotate(lab, (x, scale * y), xytext=(4, 3), textcoords="offset points", fontsize=7, color=INK)
             pts.append((x, scale * y))
         goal = next(
             (r[0].quality.summary.get("goals", {}).get(key) for r in rows if r[0].quality.value(key) is not None), None
@@ -527,7 +533,7 @@ def frontier_figure(cells: Sequence[Cell], labels: Sequence[str], colour_by: str
         from matplotlib.lines import Line2D
 
         handles = [Line2D([], [], marker="o", ls="", color=colour[g], label=g or "-") for g in groups]
-        axes[-1].legend(handles=handles, title=colour_by, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
+        fig.legend(handles=handles, title=colour_by, loc="outside right upper")
     return _svg(fig, "Privacy-utility frontier across cells")
 
 

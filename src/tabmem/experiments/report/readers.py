@@ -3,9 +3,12 @@
 * :func:`read_train_dir`: a ``tabmem train`` run directory;
 * :func:`read_audit_dir`, :func:`read_attack_dir`, :func:`read_quality_dir`: the output
   directories of ``tabmem audit`` / ``attack`` / ``quality``;
-* :func:`read_cell`: a directory holding any of these, itself or in ``audit/``, ``attack/`` and
-  ``quality/`` sub-directories (a study cell, or a ``tabmem demo`` table);
-* :func:`read_study_dir`: a ``tabmem run`` study (``manifest.json``);
+* :func:`read_cell`: a directory holding any of these, itself or in ``train/``, ``audit/`` (or
+  ``audit/<distance>/``), ``attack/`` and ``quality/`` sub-directories (a study cell, a
+  ``tabmem demo`` table);
+* :func:`read_study_dir`: a ``tabmem run`` study (``manifest.json``: its ``cells`` with their
+  ``dir``, ``labels`` (the axes), ``seed``, ``status`` and ``error``; ``versions``; ``study``),
+  laid out as ``docs/studies.md`` describes (each cell a directory as above);
 * :func:`load_report_data`: any of the above, or a directory of cells (``tabmem demo``'s output).
 
 Every reader returns the same :class:`~tabmem.experiments.report.model.ReportData`; numbers are
@@ -44,6 +47,7 @@ DISTANCE_ATTACKS: dict[str, str] = {
 }
 #: sub-directories of a cell that hold one command's outputs
 PART_DIRS: dict[str, tuple[str, ...]] = {
+    "train": ("train",),
     "audit": ("audit",),
     "attack": ("attack", "attacks"),
     "quality": ("quality",),
@@ -139,33 +143,49 @@ def read_train_dir(path: str | Path, notes: list[str] | None = None) -> tuple[Tr
 
 # ----------------------------------------------------------------------------- cells
 def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | None = None) -> Cell:
-    """One cell: ``path`` itself (any kind) and its ``audit/``, ``attack/``, ``quality/`` sub-directories."""
+    """One cell: ``path`` itself (any kind) and its sub-directories.
+
+    ``train/`` (a train run), ``audit/`` or ``audit/<distance>/`` (one audit per distance, the
+    layout of a study cell), ``attack/`` and ``quality/``. The cell's primary audit is the first
+    explicit audit (by distance name), else the train run's own.
+    """
     p = Path(path)
     notes = notes if notes is not None else []
     cell = Cell(name=name or p.name, path=str(p))
+    own_audit: Audit | None = None
+    explicit: list[Audit] = []
     kind = detect_kind(p)
     if kind == "train":
-        cell.training, cell.audit = read_train_dir(p, notes)
+        cell.training, own_audit = read_train_dir(p, notes)
     elif kind == "audit":
-        cell.audit = read_audit_dir(p, notes)
+        explicit.append(read_audit_dir(p, notes))
     elif kind == "attack":
         cell.attacks = read_attack_dir(p, notes)
     elif kind == "quality":
         cell.quality = read_quality_dir(p, notes)
-    for part, dirs in PART_DIRS.items():
-        for d in dirs:
-            sub = p / d
-            if not sub.is_dir() or detect_kind(sub) != part:
-                continue
-            if part == "audit" and cell.audit is None:
-                cell.audit = read_audit_dir(sub, notes)
-            elif part == "attack" and cell.attacks is None:
-                cell.attacks = read_attack_dir(sub, notes)
-            elif part == "quality" and cell.quality is None:
-                cell.quality = read_quality_dir(sub, notes)
+    if cell.training is None and (p / "train").is_dir() and detect_kind(p / "train") == "train":
+        cell.training, own_audit = read_train_dir(p / "train", notes)
+    audit_dir = p / "audit"
+    if audit_dir.is_dir():
+        if detect_kind(audit_dir) == "audit":
+            explicit.append(read_audit_dir(audit_dir, notes))
+        else:
+            subs = sorted(d for d in audit_dir.iterdir() if d.is_dir() and detect_kind(d) == "audit")
+            explicit.extend(read_audit_dir(d, notes) for d in subs)
+    for d in PART_DIRS["attack"]:
+        if cell.attacks is None and (p / d).is_dir() and detect_kind(p / d) == "attack":
+            cell.attacks = read_attack_dir(p / d, notes)
+    if cell.quality is None and (p / "quality").is_dir() and detect_kind(p / "quality") == "quality":
+        cell.quality = read_quality_dir(p / "quality", notes)
+    for a in [*explicit, *([own_audit] if own_audit is not None else [])]:
+        label = str(a.get("distance") or Path(a.path).name)
+        cell.audits.setdefault(label, a)
+    cell.audit = next(iter(cell.audits.values()), None)
     config = _read_optional_json(p / "config.json")
     if isinstance(config, dict):
         cell.config = config
+    elif cell.training is not None:
+        cell.config = cell.training.config
     cell.axes = _axes(cell)
     status = _read_optional_json(p / "status.json")
     if isinstance(status, dict):
@@ -177,7 +197,7 @@ def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | N
 def _axes(cell: Cell) -> dict[str, Any]:
     """What tells this cell apart: dataset, generator, seed (from its config and summaries)."""
     axes: dict[str, Any] = {}
-    cfg = cell.config
+    cfg = cell.training.config if cell.training is not None else cell.config
     source = cfg.get("source") if isinstance(cfg.get("source"), dict) else {}
     dataset = source.get("dataset") or (cfg.get("schema") or {}).get("name")
     if dataset is None and cell.audit is not None:
@@ -207,10 +227,13 @@ def read_study_dir(path: str | Path) -> ReportData:
         cdir = p / str(entry.get("dir") or entry.get("path") or Path("cells") / cid)
         if not cdir.is_dir():
             cdir = p / cid
-        cell = read_cell(cdir, name=cid, notes=notes) if cdir.is_dir() else Cell(name=cid, path=str(cdir))
-        axes = entry.get("axes")
+        label = str(entry.get("name") or cid)
+        cell = read_cell(cdir, name=label, notes=notes) if cdir.is_dir() else Cell(name=label, path=str(cdir))
+        axes = entry.get("labels") or entry.get("axes")
         if isinstance(axes, dict) and axes:
-            cell.axes = {**cell.axes, **axes}
+            cell.axes = {**{k: v for k, v in axes.items() if v not in (None, "none", "default")}}
+            if entry.get("seed") is not None:
+                cell.axes["seed"] = entry["seed"]
         cell.status = str(entry.get("status", cell.status))
         cell.error = entry.get("error", cell.error)
         if not cdir.is_dir():
@@ -218,7 +241,8 @@ def read_study_dir(path: str | Path) -> ReportData:
         cells.append(cell)
     versions = manifest.get("versions") if isinstance(manifest.get("versions"), dict) else {}
     study = {k: v for k, v in manifest.items() if k not in ("cells", "versions")}
-    title = str(manifest.get("name") or manifest.get("study") or p.name)
+    info = manifest.get("study") if isinstance(manifest.get("study"), dict) else {}
+    title = str(info.get("name") or manifest.get("name") or p.name)
     return ReportData(
         title=title, source=str(p), kind="study", cells=cells, versions=versions, notes=notes, study=study
     )
@@ -250,9 +274,13 @@ def load_report_data(path: str | Path) -> ReportData:
 
 # ----------------------------------------------------------------------------- helpers
 def _holds_results(p: Path) -> bool:
+    """Whether ``p`` is a cell: a command's output itself or in the sub-directories :func:`read_cell` reads."""
     if detect_kind(p) is not None:
         return True
-    return any((p / d).is_dir() and detect_kind(p / d) is not None for dirs in PART_DIRS.values() for d in dirs)
+    subs = [p / d for dirs in PART_DIRS.values() for d in dirs]
+    if (p / "audit").is_dir():
+        subs += [d for d in (p / "audit").iterdir() if d.is_dir()]
+    return any(d.is_dir() and detect_kind(d) is not None for d in subs)
 
 
 def _summary(p: Path) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from tabmem._io import jsonable
 from tabmem.experiments.report import plots
-from tabmem.experiments.report.model import Cell, ReportData
+from tabmem.experiments.report.model import Audit, Cell, ReportData
 from tabmem.experiments.report.readers import finite
 from tabmem.experiments.report.verdict import (
     ATTACK_NAMES,
@@ -96,9 +96,13 @@ def _effect_words(delta: float) -> str:
 
 # ----------------------------------------------------------------------------- per part
 def _audit_tables(cell: Cell) -> list[Table]:
-    a = cell.audit
-    if a is None:
-        return []
+    tables = []
+    for a in cell.audits.values():
+        tables += _one_audit_tables(a, len(cell.audits) > 1)
+    return tables
+
+
+def _one_audit_tables(a: Audit, name_distance: bool) -> list[Table]:
     s = a.summary
     rows = [
         ["training rows", _num(s.get("n_train")), ""],
@@ -130,7 +134,8 @@ def _audit_tables(cell: Cell) -> list[Table]:
     ]
     conf = s.get("confidence")
     ci_head = f"{round(100 * conf)}% bootstrap CI" if finite(conf) else "CI"
-    tables = [Table(["replica audit", "value", ci_head], rows, "", [False, True, True])]
+    head = f"replica audit ({s.get('distance')})" if name_distance else "replica audit"
+    tables = [Table([head, "value", ci_head], rows, "", [False, True, True])]
     if a.record_counts is not None and a.record_counts.sum() > 0:
         counts = a.record_counts
         order = np.lexsort((np.arange(counts.size), -counts))[:10]
@@ -364,6 +369,8 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
                 "epochs_table": None if epochs is None else _frame_table(epochs, "Per tracked epoch."),
                 "config": _config_json(cell),
                 "records": shown,
+                "has_results": cell.has_results,
+                "error": cell.error,
                 "has": {
                     "audit": cell.audit is not None,
                     "training": cell.training is not None,
@@ -378,6 +385,7 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
         "frontier": plots.frontier_figure(data.cells, labels, colour_by) if len(data.cells) > 1 else None,
     }
     summary_table = _overview_table(data.cells, labels)
+    headline = _headline([c["verdict"] for c in cells])
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -392,11 +400,30 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
         cells=cells,
         overview=overview,
         summary_table=summary_table,
+        headline=headline,
         css=css,
         report_versions=report_versions(),
         show_records=bool(records),
         n_cells=len(cells),
     )
+
+
+def _headline(verdicts: list) -> str:
+    """One sentence over every cell: how many leak, how many show nothing beyond the baselines, how many failed."""
+    n = len(verdicts)
+    leak = sum(v.level == "alert" for v in verdicts)
+    ok = sum(v.level == "ok" for v in verdicts)
+    missing = sum(v.level == "missing" for v in verdicts)
+    parts = [
+        f"{leak} of {n} synthetic tables leak (memorization beyond the holdout baseline or an attack above chance)"
+    ]
+    if ok:
+        parts.append(f"{ok} show{'s' if ok == 1 else ''} no leakage")
+    if n - leak - ok - missing:
+        parts.append(f"{n - leak - ok - missing} inconclusive")
+    if missing:
+        parts.append(f"{missing} without results")
+    return "; ".join(parts) + "."
 
 
 def _varies(cells: list[Cell], key: str) -> bool:

@@ -263,6 +263,15 @@ def utility_finding(quality: Quality | None) -> Finding:
 def cell_verdict(cell: Cell) -> CellVerdict:
     """The badge and the four findings of one cell."""
     mem, att = memorization_finding(cell.audit), attack_finding(cell.attacks)
+    others = [(d, a) for d, a in cell.audits.items() if a is not cell.audit]
+    if others:
+        parts = []
+        for d, a in others:
+            ex = finite(a.get("excess_memorization"))
+            ci = _ci(a.get("excess_memorization_ci"))
+            rate = f"{fmt_points(ex)}" if ex is not None else f"rate {fmt_pct(finite(a.get('memorization_rate')))}"
+            parts.append(f"{d}: {rate}" + (f" (95% CI {fmt_ci(ci, pct=True)})" if ci else ""))
+        mem.text += " With the other distances: " + "; ".join(parts) + "."
     findings = [mem, att, fidelity_finding(cell.quality), utility_finding(cell.quality)]
     if cell.status not in ("done", "ok", "finished", "success"):
         badge, level = f"cell {cell.status}" + (f": {cell.error}" if cell.error else ""), "missing"
