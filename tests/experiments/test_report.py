@@ -183,6 +183,11 @@ def test_attack_verdict_says_when_an_fpr_is_not_resolved():
     few = attack_finding(attacks([0.55, 0.66], n_non=60)).text
     assert "at FPR 0.01: not resolved (60 non-members measure FPRs down to 0.017)" in few
     assert "at FPR 0.1: TPR 0.300 (CI 0.200 to 0.400; chance 0.1)" in few
+    strict = attacks([0.55, 0.66], n_non=60)
+    strict.summary["levatt"]["tpr_at_fpr_strict"] = {"0": 0.25}
+    assert "but it finds 25.0% of members with no false positive at all" in attack_finding(strict).text
+    strict.summary["levatt"]["auc_ci"] = [0.45, 0.66]  # at chance level, no such claim
+    assert "no false positive" not in attack_finding(strict).text
     many = attack_finding(attacks([0.55, 0.66], n_non=1000)).text
     assert "at FPR 0.01: TPR 0.050 (CI 0.000 to 0.100; chance 0.01)" in many
 

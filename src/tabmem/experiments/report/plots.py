@@ -199,6 +199,8 @@ def rates_figure(cells: Sequence[Cell], labels: Sequence[str]) -> str | None:
 @_styled
 def heavy_tail_figure(audit: Audit) -> str | None:
     """Sorted per-record replica counts and the concentration curve (top 1% / 10% shares marked)."""
+    from matplotlib.ticker import MaxNLocator
+
     counts = audit.record_counts
     if counts is None or counts.size == 0 or counts.sum() == 0:
         return None
@@ -225,6 +227,8 @@ def heavy_tail_figure(audit: Audit) -> str | None:
             )
     ax.set_xlim(0.5, k + 0.5)
     ax.set_ylim(0, None)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(f"training records with >= 1 replica, most replicated first ({k:,} of {n:,})")
     ax.set_ylabel("replicas")
     ax.set_title("Replicas per training record")

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem._io import jsonable
+from tabmem.errors import TabmemError
 from tabmem.experiments.report import plots
 from tabmem.experiments.report.model import Audit, Cell, ReportData
 from tabmem.experiments.report.readers import finite
@@ -335,6 +336,7 @@ def _anchor(i: int) -> str:
 # ----------------------------------------------------------------------------- page
 def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None = None) -> str:
     """The HTML page of ``data``. ``records`` (cell name -> training rows) is shown only when given."""
+    _require_extra()
     import jinja2
 
     labels = cell_labels(data.cells)
@@ -424,6 +426,15 @@ def _headline(verdicts: list) -> str:
     if missing:
         parts.append(f"{missing} without results")
     return "; ".join(parts) + "."
+
+
+def _require_extra() -> None:
+    """One clear line when the ``report`` extra (matplotlib, jinja2) is missing."""
+    import importlib.util
+
+    missing = [m for m in ("matplotlib", "jinja2") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise TabmemError(f"tabmem report needs {' and '.join(missing)}: pip install 'tabmem[report]'")
 
 
 def _varies(cells: list[Cell], key: str) -> bool:

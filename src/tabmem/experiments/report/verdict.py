@@ -32,12 +32,13 @@ ATTACK_NAMES = {
     "domias": "DOMIAS",
 }
 MLE_NAMES = {"rmse": "RMSE", "auc": "ROC-AUC", "macro_f1": "macro-F1"}
-LEVELS = ("alert", "ok", "info", "missing")  # worst first
+LEVELS = ("alert", "ok", "info", "neutral", "missing")
 
 
 @dataclass
 class Finding:
-    """One line of the verdict: ``level`` is alert (evidence of leakage), ok, info or missing."""
+    """One line of the verdict: ``level`` is alert (evidence of leakage), ok, info (no conclusion),
+    neutral (a number stated, not judged: fidelity, utility) or missing."""
 
     topic: str
     level: str
@@ -168,14 +169,22 @@ def strongest_attack(attacks: Attacks | None) -> tuple[str, dict[str, Any]] | No
     return None if best is None else (best[0], best[1])
 
 
-def tpr_phrase(r: dict[str, Any], fpr: str) -> str:
-    """'TPR 0.35 (CI 0.30 to 0.40; chance 0.10)' at one FPR, or why it is not resolved."""
+def tpr_phrase(r: dict[str, Any], fpr: str, *, leaks: bool = False) -> str:
+    """'TPR 0.35 (CI 0.30 to 0.40; chance 0.10)' at one FPR, or why it is not resolved.
+
+    For an attack that ``leaks`` (AUC above chance), an unresolved FPR is completed by the share of
+    members it finds with no false positive at all (the tie-aware TPR at FPR 0).
+    """
     tpr = finite((r.get("tpr_at_fpr") or {}).get(fpr))
     n_non = r.get("n_non_members")
     if tpr is None:
         return f"at FPR {fpr}: n/a"
     if isinstance(n_non, int) and n_non > 0 and float(fpr) < 1 / n_non:
-        return f"at FPR {fpr}: not resolved ({n_non:,} non-members measure FPRs down to {1 / n_non:.2g})"
+        text = f"at FPR {fpr}: not resolved ({n_non:,} non-members measure FPRs down to {1 / n_non:.2g})"
+        tpr0 = finite((r.get("tpr_at_fpr_strict") or {}).get("0"))
+        if leaks and tpr0:
+            text += f", but it finds {fmt_pct(tpr0)} of members with no false positive at all"
+        return text
     ci = _ci((r.get("tpr_at_fpr_ci") or {}).get(fpr))
     ci_txt = f"CI {fmt_ci(ci)}; " if ci else ""
     return f"at FPR {fpr}: TPR {tpr:.3f} ({ci_txt}chance {float(fpr):g})"
@@ -191,9 +200,10 @@ def attack_finding(attacks: Attacks | None) -> Finding:
     label = ATTACK_NAMES.get(name, name)
     n_attacks = len(attacks.results)
     which = f"the strongest of {n_attacks} attacks" if n_attacks > 1 else "the only attack run"
-    tprs = "; ".join(tpr_phrase(r, f) for f in ("0.1", "0.01"))
+    leaks = ci is not None and ci[0] > 0.5
+    tprs = "; ".join(tpr_phrase(r, f, leaks=leaks) for f in ("0.1", "0.01"))
     auc_txt = f"AUC {auc:.3f}" + (f" (95% CI {fmt_ci(ci)})" if ci else " (no interval recorded)")
-    if ci is not None and ci[0] > 0.5:
+    if leaks:
         return Finding(
             "Membership inference",
             "alert",
@@ -229,7 +239,9 @@ def fidelity_finding(quality: Quality | None) -> Finding:
         extra = f"; detection score {c2st:.3f} (1 = a classifier cannot tell synthetic rows from real ones" + (
             f"; its AUC is {auc:.3f})" if auc is not None else ")"
         )
-    return Finding("Fidelity", "info", "", f"{' and '.join(parts)}, where 1 means identical to the real table{extra}.")
+    return Finding(
+        "Fidelity", "neutral", "", f"{' and '.join(parts)}, where 1 means identical to the real table{extra}."
+    )
 
 
 def utility_finding(quality: Quality | None) -> Finding:
@@ -257,7 +269,7 @@ def utility_finding(quality: Quality | None) -> Finding:
             f". DCR share {dcr:.3f}: the fraction of synthetic rows closer to a training row than to a holdout row "
             f"(no-copy value {ideal:.3f})"
         )
-    return Finding("Utility", "info", "", text + ".")
+    return Finding("Utility", "neutral", "", text + ".")
 
 
 def cell_verdict(cell: Cell) -> CellVerdict:
