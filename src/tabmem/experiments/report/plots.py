@@ -1,25 +1,31 @@
-"""The report's figures: matplotlib (object API, no pyplot state) to inline SVG strings.
+"""The report's figures, each an inline SVG string (style and conversion in :mod:`.svg`).
 
-Each function takes parts of the report model and returns an SVG string, or None when the data
-for that figure is absent. Colours are the Okabe-Ito palette (readable with colour-vision
-deficiencies); synthetic rows are always vermillion, the holdout baseline always grey-blue. SVGs
-are deterministic (fixed hash salt, no date) so that the same inputs give the same report bytes.
+Each function takes parts of the report model and returns the SVG, or None when the data for that
+figure is absent; the numbers are plotted as the producing commands wrote them.
 """
 
 from __future__ import annotations
 
-import functools
-import io
 import math
-import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from tabmem.experiments.report.model import Attacks, Audit, Cell, Quality, Training
 from tabmem.experiments.report.readers import finite
+from tabmem.experiments.report.svg import (
+    BASE,
+    GRID,
+    INK,
+    MUTED,
+    PALETTE,
+    SYNTH,
+    WIDTH,
+    ci_err,
+    new_figure,
+    styled,
+    to_svg,
+)
 
 __all__ = [
     "rates_figure",
@@ -29,39 +35,9 @@ __all__ = [
     "distance_figure",
     "shape_figure",
     "frontier_figure",
-    "PALETTE",
 ]
 
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
-SYNTH = "#D55E00"  # synthetic rows / Top records
-BASE = "#4A6C8C"  # holdout baseline / Non-top records
-GRID = "#E3E6EA"
-INK = "#2B2F36"
-MUTED = "#6B7280"
-RC = {
-    "font.family": "sans-serif",
-    "font.sans-serif": ["DejaVu Sans"],
-    "font.size": 9,
-    "axes.edgecolor": "#9AA1AB",
-    "axes.labelcolor": INK,
-    "axes.titlesize": 10,
-    "axes.titleweight": "bold",
-    "axes.titlelocation": "left",
-    "axes.titlecolor": INK,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.color": GRID,
-    "grid.linewidth": 0.8,
-    "xtick.color": MUTED,
-    "ytick.color": MUTED,
-    "legend.frameon": False,
-    "legend.fontsize": 8,
-    "svg.fonttype": "path",  # glyphs as paths: the page looks the same whatever fonts the reader has
-    "svg.hashsalt": "tabmem-report",
-}
 MAX_POINT_LABELS = 12  # the frontier names its points up to this many cells (the table lists them all)
-WIDTH = 10.0  # inches: 960 px at the browser's 96 px per inch, the width of the report's column
 ATTACK_COLOURS = {
     "levatt": PALETTE[5],
     "dcr": PALETTE[0],
@@ -71,50 +47,8 @@ ATTACK_COLOURS = {
 }
 
 
-def _styled(fn: Callable[..., str | None]) -> Callable[..., str | None]:
-    """Build and save the figure under the report's matplotlib style (rcParams are read at creation)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> str | None:
-        import matplotlib as mpl
-
-        with mpl.rc_context(RC):
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
-def _figure(height: float, ncols: int = 1, width: float = WIDTH, **kw: Any):
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), layout="constrained")
-    axes = fig.subplots(1, ncols, squeeze=False, **kw)[0]
-    return fig, list(axes)
-
-
-def _svg(fig, label: str) -> str:
-    """The figure as an inline ``<svg>`` element (no XML prolog, scales to its container)."""
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    svg = buf.getvalue()
-    svg = svg[svg.index("<svg") :]
-    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, count=1, flags=re.S)
-    width = re.search(r'<svg[^>]*?\bwidth="([\d.]+)pt"', svg)
-    max_w = f' style="max-width:{float(width.group(1)) * 4 / 3:.0f}px"' if width else ""
-    svg = re.sub(r'(<svg[^>]*?)\s(?:width|height)="[^"]*"', r"\1", svg, count=1)
-    svg = re.sub(r'(<svg[^>]*?)\s(?:width|height)="[^"]*"', r"\1", svg, count=1)
-    label = label.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
-    return svg.replace("<svg", f'<svg class="plot" role="img" aria-label="{label}"{max_w}', 1)
-
-
-def _ci_err(value: float, ci: Any) -> tuple[list[float], list[float]] | None:
-    if isinstance(ci, (list, tuple)) and len(ci) == 2 and finite(ci[0]) is not None and finite(ci[1]) is not None:
-        return [max(value - float(ci[0]), 0.0)], [max(float(ci[1]) - value, 0.0)]
-    return None
-
-
 # ----------------------------------------------------------------------------- memorization
-@_styled
+@styled
 def rates_figure(cells: Sequence[Cell], labels: Sequence[str]) -> str | None:
     """Per cell: memorization rate next to the holdout rate (95% CIs), and their difference."""
     rows = [(lab, c.audit) for c, lab in zip(cells, labels) if c.audit is not None]
@@ -123,14 +57,14 @@ def rates_figure(cells: Sequence[Cell], labels: Sequence[str]) -> str | None:
         return None
     has_excess = any(finite(a.get("excess_memorization")) is not None for _, a in rows)
     n = len(rows)
-    fig, axes = _figure(1.3 + 0.42 * n, 2 if has_excess else 1, width_ratios=[3, 2] if has_excess else None)
+    fig, axes = new_figure(1.3 + 0.42 * n, 2 if has_excess else 1, width_ratios=[3, 2] if has_excess else None)
     ax = axes[0]
     ys = np.arange(n)[::-1]
     for y, (_, a) in zip(ys, rows):
         rate, hold = finite(a.get("memorization_rate")), finite(a.get("holdout_memorization_rate"))
         if hold is not None:
             ax.plot([100 * hold, 100 * rate], [y, y], color="#C9CED6", lw=2, zorder=1)
-            err = _ci_err(hold, a.get("holdout_memorization_rate_ci"))
+            err = ci_err(hold, a.get("holdout_memorization_rate_ci"))
             ax.errorbar(
                 100 * hold,
                 y - 0.08,
@@ -145,7 +79,7 @@ def rates_figure(cells: Sequence[Cell], labels: Sequence[str]) -> str | None:
                 zorder=3,
                 label="holdout rows (real, never trained on)" if y == ys[0] else None,
             )
-        err = _ci_err(rate, a.get("memorization_rate_ci"))
+        err = ci_err(rate, a.get("memorization_rate_ci"))
         ax.errorbar(
             100 * rate,
             y + 0.08,
@@ -171,7 +105,7 @@ def rates_figure(cells: Sequence[Cell], labels: Sequence[str]) -> str | None:
             if ex is None:
                 continue
             ci = a.get("excess_memorization_ci")
-            err = _ci_err(ex, ci)
+            err = ci_err(ex, ci)
             sig = err is not None and float(ci[0]) > 0
             bx.errorbar(
                 100 * ex,
@@ -193,10 +127,10 @@ def rates_figure(cells: Sequence[Cell], labels: Sequence[str]) -> str | None:
         lo, hi = bx.get_xlim()
         span = max(abs(lo), abs(hi), 1.0)
         bx.set_xlim(-span, span)
-    return _svg(fig, "Memorization rate of each synthetic table next to its holdout baseline, with 95% intervals")
+    return to_svg(fig, "Memorization rate of each synthetic table next to its holdout baseline, with 95% intervals")
 
 
-@_styled
+@styled
 def heavy_tail_figure(audit: Audit) -> str | None:
     """Sorted per-record replica counts and the concentration curve (top 1% / 10% shares marked)."""
     from matplotlib.ticker import MaxNLocator
@@ -207,7 +141,7 @@ def heavy_tail_figure(audit: Audit) -> str | None:
     n = counts.size
     sorted_counts = np.sort(counts)[::-1]
     k = int((sorted_counts > 0).sum())
-    fig, (ax, bx) = _figure(3.2, 2)
+    fig, (ax, bx) = new_figure(3.2, 2)
     ranks = np.arange(1, k + 1)
     ax.fill_between(ranks, sorted_counts[:k], step="mid", color=SYNTH, alpha=0.25, lw=0)
     ax.step(ranks, sorted_counts[:k], where="mid", color=SYNTH, lw=1.4)
@@ -254,10 +188,10 @@ def heavy_tail_figure(audit: Audit) -> str | None:
     bx.set_ylabel("share of replicas (%)")
     bx.set_title("Concentration")
     bx.legend(loc="lower right")
-    return _svg(fig, "Heavy tail of the per-record replica counts")
+    return to_svg(fig, "Heavy tail of the per-record replica counts")
 
 
-@_styled
+@styled
 def epochs_figure(training: Training, audit: Audit | None) -> str | None:
     """Memorization over the tracked epochs (holdout baseline as reference) and Top vs Non-top trajectories."""
     from matplotlib.ticker import MaxNLocator
@@ -267,7 +201,7 @@ def epochs_figure(training: Training, audit: Audit | None) -> str | None:
         return None
     traj = training.trajectories
     has_traj = traj is not None and len(traj) > 0
-    fig, axes = _figure(3.6, 2 if has_traj else 1)
+    fig, axes = new_figure(3.6, 2 if has_traj else 1)
     ax = axes[0]
     ax.plot(ep["epoch"], 100 * ep["memorization_rate"], "o-", color=SYNTH, ms=3.5, lw=1.6, label="memorization rate")
     if "mem_auc" in ep:
@@ -313,7 +247,7 @@ def epochs_figure(training: Training, audit: Audit | None) -> str | None:
         bx.set_ylabel("records (%)")
         bx.set_title("Top vs Non-top records")
         bx.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7.5)
-    return _svg(fig, "Memorization over training epochs and Top vs Non-top trajectories")
+    return to_svg(fig, "Memorization over training epochs and Top vs Non-top trajectories")
 
 
 # ----------------------------------------------------------------------------- attacks
@@ -323,7 +257,7 @@ def _roc_grid(fpr: np.ndarray, tpr: np.ndarray, lo: float) -> tuple[np.ndarray, 
     return grid, np.interp(grid, fpr, tpr)
 
 
-@_styled
+@styled
 def roc_figure(attacks: Attacks) -> str | None:
     """ROC curves of every attack, on linear axes and on a log-scaled FPR axis (low-FPR regime)."""
     from matplotlib.ticker import NullFormatter
@@ -335,7 +269,7 @@ def roc_figure(attacks: Attacks) -> str | None:
     n_non = next((r.get("n_non_members") for r in results.values() if r.get("n_non_members")), None)
     min_fpr = 1.0 / n_non if n_non else 1e-3
     lo = min(1e-3, min_fpr / 3)
-    fig, (ax, bx) = _figure(3.6, 2, width_ratios=[2, 3])
+    fig, (ax, bx) = new_figure(3.6, 2, width_ratios=[2, 3])
     order = sorted(results, key=lambda a: -(finite(results[a].get("auc")) or 0))
     for i, name in enumerate(order):
         curve = roc[roc["attack"] == name]
@@ -379,7 +313,7 @@ def roc_figure(attacks: Attacks) -> str | None:
     bx.set_xlabel("false-positive rate (log scale)")
     bx.set_title("Low false-positive rates")
     fig.legend(*bx.get_legend_handles_labels(), loc="outside right upper")
-    return _svg(fig, "ROC curves of the membership-inference attacks, linear and log-scaled FPR")
+    return to_svg(fig, "ROC curves of the membership-inference attacks, linear and log-scaled FPR")
 
 
 def _attack_label(name: str) -> str:
@@ -388,7 +322,7 @@ def _attack_label(name: str) -> str:
     return ATTACK_NAMES.get(name, name)
 
 
-@_styled
+@styled
 def distance_figure(attacks: Attacks) -> str | None:
     """Histograms of the distance to the closest synthetic row, members vs non-members (LevAtt, DCR)."""
     from tabmem.experiments.report.readers import DISTANCE_ATTACKS
@@ -396,7 +330,7 @@ def distance_figure(attacks: Attacks) -> str | None:
     names = [a for a in DISTANCE_ATTACKS if a in attacks.distances]
     if not names:
         return None
-    fig, axes = _figure(3.0, len(names), width=min(WIDTH, 5.0 * len(names)))
+    fig, axes = new_figure(3.0, len(names), width=min(WIDTH, 5.0 * len(names)))
     for ax, name in zip(axes, names):
         d = attacks.distances[name]
         mem = d.loc[d["is_member"], "distance"].to_numpy(float)
@@ -420,7 +354,7 @@ def distance_figure(attacks: Attacks) -> str | None:
         ax.set_ylabel("share of the group (%)")
         ax.set_title(f"{_attack_label(name)}: members vs non-members")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
-    return _svg(fig, "Distance to the closest synthetic row, members vs non-members")
+    return to_svg(fig, "Distance to the closest synthetic row, members vs non-members")
 
 
 def _bins(values: np.ndarray, *, integer: bool, n_small: int) -> np.ndarray:
@@ -438,7 +372,7 @@ def _bins(values: np.ndarray, *, integer: bool, n_small: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- quality
-@_styled
+@styled
 def shape_figure(quality: Quality) -> str | None:
     """Per-column Shape score (KS / TV complement), worst column on top."""
     b = quality.shape_breakdown
@@ -446,7 +380,7 @@ def shape_figure(quality: Quality) -> str | None:
         return None
     b = b.dropna(subset=["score"]).sort_values("score", ascending=False, kind="stable")
     n = len(b)
-    fig, (ax,) = _figure(1.1 + 0.22 * n)
+    fig, (ax,) = new_figure(1.1 + 0.22 * n)
     colours = [PALETTE[0] if m == "KSComplement" else PALETTE[2] for m in b["metric"]]
     ax.barh(np.arange(n), b["score"], color=colours, height=0.7)
     ax.set_yticks(np.arange(n), b["column"].astype(str).tolist(), fontsize=8 if n < 40 else 6)
@@ -468,10 +402,10 @@ def shape_figure(quality: Quality) -> str | None:
         loc="outside upper left",
         ncol=2,
     )
-    return _svg(fig, "Per-column distribution similarity (Shape)")
+    return to_svg(fig, "Per-column distribution similarity (Shape)")
 
 
-@_styled
+@styled
 def frontier_figure(cells: Sequence[Cell], labels: Sequence[str], colour_by: str | None = None) -> str | None:
     """Privacy against fidelity/utility across cells: excess memorization (or attack AUC) vs Shape, Trend, MLE."""
     from tabmem.experiments.report.verdict import strongest_attack
@@ -497,7 +431,7 @@ def frontier_figure(cells: Sequence[Cell], labels: Sequence[str], colour_by: str
         return None
     groups = sorted({str(c.axes.get(colour_by, "")) for c, *_ in rows}) if colour_by else [""]
     colour = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(groups)}
-    fig, axes = _figure(3.2, len(xs), width=min(WIDTH, 3.2 * len(xs) + 1.2), sharey=True)
+    fig, axes = new_figure(3.2, len(xs), width=min(WIDTH, 3.2 * len(xs) + 1.2), sharey=True)
     for ax, (key, title) in zip(axes, xs):
         pts = []
         for c, lab, ex, auc in rows:
@@ -506,7 +440,7 @@ def frontier_figure(cells: Sequence[Cell], labels: Sequence[str], colour_by: str
             if x is None or y is None:
                 continue
             ci = c.audit.get("excess_memorization_ci") if use_excess else strongest_attack(c.attacks)[1].get("auc_ci")
-            err = _ci_err(y, ci)
+            err = ci_err(y, ci)
             scale = 100 if use_excess else 1
             g = str(c.axes.get(colour_by, "")) if colour_by else ""
             ax.errorbar(
@@ -538,7 +472,7 @@ def frontier_figure(cells: Sequence[Cell], labels: Sequence[str], colour_by: str
 
         handles = [Line2D([], [], marker="o", ls="", color=colour[g], label=g or "-") for g in groups]
         fig.legend(handles=handles, title=colour_by, loc="outside right upper")
-    return _svg(fig, "Privacy-utility frontier across cells")
+    return to_svg(fig, "Privacy-utility frontier across cells")
 
 
 def _pareto(points: list[tuple[float, float]], *, maximize_x: bool) -> list[tuple[float, float]]:
@@ -550,18 +484,3 @@ def _pareto(points: list[tuple[float, float]], *, maximize_x: bool) -> list[tupl
             front.append((x, y))
             best_y = y
     return sorted(front)
-
-
-def epochs_table(training: Training) -> pd.DataFrame | None:
-    """The numbers behind :func:`epochs_figure`: tracked epochs joined with the Top vs Non-top trajectories."""
-    if training.epochs is None:
-        return None
-    cols = [
-        c
-        for c in ("epoch", "memorization_rate", "mem_auc", "n_replicas", "n_records_memorized")
-        if c in training.epochs
-    ]
-    table = training.epochs[cols]
-    if training.trajectories is not None:
-        table = table.merge(training.trajectories, on="epoch", how="left")
-    return table
