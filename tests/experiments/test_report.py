@@ -234,6 +234,24 @@ def test_every_figure_is_an_inline_svg_or_absent(runs):
     assert plots.rates_figure([Cell(name="x", path="")], ["x"]) is None
 
 
+def test_distance_histogram_counts_every_target_once():
+    rng = np.random.default_rng(0)
+    d = pd.DataFrame({"distance": rng.integers(3, 20, 300).astype(float), "is_member": rng.random(300) < 0.6})
+    d.loc[0, "distance"] = 500.0  # far outlier: counted in the last bin
+    hist = plots.distance_histogram(d, integer=True)
+    assert np.allclose(hist["to"] - hist["from"], 1.0) and hist["from"].iloc[0] == 2.5  # unit bins
+    last = hist["to"].iloc[-1]
+    for group, mask in (("members", d.is_member), ("non_members", ~d.is_member)):
+        assert hist[f"{group}_pct"].sum() == pytest.approx(100.0)
+        v = d.loc[mask, "distance"].to_numpy()
+        naive = [
+            sum(1 for x in v if lo <= x < hi or (hi == last and x >= hi)) for lo, hi in zip(hist["from"], hist["to"])
+        ]
+        np.testing.assert_allclose(hist[f"{group}_pct"], 100.0 * np.array(naive) / v.size)
+    cont = pd.DataFrame({"distance": rng.random(1000), "is_member": np.arange(1000) < 500})
+    assert 10 <= len(plots.distance_histogram(cont, integer=False)) <= 50
+
+
 def test_pareto_front():
     pts = [(0.9, 5.0), (0.8, 1.0), (0.7, 2.0), (0.95, 9.0), (0.6, 0.5)]
     assert plots._pareto(pts, maximize_x=True) == [(0.6, 0.5), (0.8, 1.0), (0.9, 5.0), (0.95, 9.0)]

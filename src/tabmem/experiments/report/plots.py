@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 from tabmem.experiments.report.model import Attacks, Audit, Cell, Quality, Training
 from tabmem.experiments.report.readers import finite
@@ -35,6 +36,7 @@ __all__ = [
     "distance_figure",
     "shape_figure",
     "frontier_figure",
+    "distance_histogram",
 ]
 
 MAX_POINT_LABELS = 12  # the frontier names its points up to this many cells (the table lists them all)
@@ -333,28 +335,42 @@ def distance_figure(attacks: Attacks) -> str | None:
     fig, axes = new_figure(3.0, len(names), width=min(WIDTH, 5.0 * len(names)))
     for ax, name in zip(axes, names):
         d = attacks.distances[name]
-        mem = d.loc[d["is_member"], "distance"].to_numpy(float)
-        non = d.loc[~d["is_member"], "distance"].to_numpy(float)
-        bins = _bins(np.r_[mem, non], integer=name == "levatt", n_small=min(mem.size, non.size))
-        for values, colour, label in ((non, BASE, "non-members"), (mem, SYNTH, "members (training rows)")):
+        hist = distance_histogram(d, integer=name == "levatt")
+        edges = np.r_[hist["from"].to_numpy(), hist["to"].to_numpy()[-1]]
+        for group, colour, label in (
+            ("non_members", BASE, "non-members"),
+            ("members", SYNTH, "members (training rows)"),
+        ):
+            values = d.loc[d["is_member"] == (group == "members"), "distance"].to_numpy(float)
             if values.size == 0:
                 continue
-            weights = np.full(values.size, 100.0 / values.size)
-            ax.hist(values, bins=bins, weights=weights, histtype="stepfilled", color=colour, alpha=0.22, lw=0)
-            ax.hist(
-                values,
-                bins=bins,
-                weights=weights,
-                histtype="step",
-                color=colour,
-                lw=1.5,
-                label=f"{label}: median {np.median(values):.3g}",
+            ax.stairs(hist[f"{group}_pct"], edges, fill=True, color=colour, alpha=0.22, lw=0)
+            ax.stairs(
+                hist[f"{group}_pct"], edges, color=colour, lw=1.5, label=f"{label}: median {np.median(values):.3g}"
             )
         ax.set_xlabel(DISTANCE_ATTACKS[name])
         ax.set_ylabel("share of the group (%)")
+        ax.set_ylim(0, None)
         ax.set_title(f"{_attack_label(name)}: members vs non-members")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
     return to_svg(fig, "Distance to the closest synthetic row, members vs non-members")
+
+
+def distance_histogram(distances: pd.DataFrame, *, integer: bool) -> pd.DataFrame:
+    """The bins of :func:`distance_figure`: ``from``, ``to``, ``members_pct``, ``non_members_pct``.
+
+    Each group's shares add up to 100%: distances above the last edge (the top 0.5%) count in the
+    last bin.
+    """
+    d = distances["distance"].to_numpy(float)
+    member = distances["is_member"].to_numpy(bool)
+    edges = _bins(d, integer=integer, n_small=int(min(member.sum(), (~member).sum())))
+    out = pd.DataFrame({"from": edges[:-1], "to": edges[1:]})
+    for group, mask in (("members", member), ("non_members", ~member)):
+        v = np.clip(d[mask & np.isfinite(d)], edges[0], edges[-1])
+        counts = np.histogram(v, bins=edges)[0]
+        out[f"{group}_pct"] = 100.0 * counts / max(v.size, 1)
+    return out
 
 
 def _bins(values: np.ndarray, *, integer: bool, n_small: int) -> np.ndarray:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem.experiments.report.model import Audit, Cell, Training
+from tabmem.experiments.report.plots import distance_histogram
 from tabmem.experiments.report.readers import finite
 from tabmem.experiments.report.verdict import ATTACK_NAMES, fmt_ci, fmt_pct, strongest_attack
 
@@ -253,6 +254,18 @@ def attack_tables(cell: Cell) -> list[Table]:
                 rows,
                 f"{ATTACK_NAMES.get(name, name)}: distance to the closest synthetic row (minus the attack's score).",
                 [False] + [True] * 8,
+            )
+        )
+        hist = distance_histogram(d, integer=name == "levatt")
+        tables.append(
+            Table(
+                ["distance from", "to", "members (%)", "non-members (%)"],
+                [
+                    [_num(lo), _num(hi), f"{m:.2f}", f"{n:.2f}"]
+                    for lo, hi, m, n in hist.itertuples(index=False, name=None)
+                ],
+                f"The bins of the {ATTACK_NAMES.get(name, name)} histogram (the last bin holds the top 0.5% of distances).",
+                [True] * 4,
             )
         )
     return tables
