@@ -135,7 +135,7 @@ def rates_figure(cells: Sequence[Cell], labels: Sequence[str]) -> str | None:
 @styled
 def heavy_tail_figure(audit: Audit) -> str | None:
     """Sorted per-record replica counts and the concentration curve (top 1% / 10% shares marked)."""
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator, StrMethodFormatter
 
     counts = audit.record_counts
     if counts is None or counts.size == 0 or counts.sum() == 0:
@@ -144,9 +144,12 @@ def heavy_tail_figure(audit: Audit) -> str | None:
     sorted_counts = np.sort(counts)[::-1]
     k = int((sorted_counts > 0).sum())
     fig, (ax, bx) = new_figure(3.2, 2)
-    ranks = np.arange(1, k + 1)
-    ax.fill_between(ranks, sorted_counts[:k], step="mid", color=SYNTH, alpha=0.25, lw=0)
-    ax.step(ranks, sorted_counts[:k], where="mid", color=SYNTH, lw=1.4)
+    # runs of equal counts: one step per distinct count (exact, and small for any number of records)
+    change = np.flatnonzero(np.diff(sorted_counts[:k])) + 1
+    starts = np.r_[0, change]
+    edges = np.r_[starts, k] + 0.5
+    ax.stairs(sorted_counts[starts], edges, fill=True, color=SYNTH, alpha=0.25, lw=0)
+    ax.stairs(sorted_counts[starts], edges, color=SYNTH, lw=1.4, baseline=None)
     for q, style in ((0.01, ":"), (0.10, "--")):
         cut = max(1, math.ceil(q * n))
         if cut <= k:
@@ -164,13 +167,14 @@ def heavy_tail_figure(audit: Audit) -> str | None:
     ax.set_xlim(0.5, k + 0.5)
     ax.set_ylim(0, None)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+    ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
     ax.set_xlabel(f"training records with >= 1 replica, most replicated first ({k:,} of {n:,})")
     ax.set_ylabel("replicas")
     ax.set_title("Replicas per training record")
     share = np.r_[0.0, np.cumsum(sorted_counts) / sorted_counts.sum()]
-    frac = np.arange(n + 1) / n
-    bx.plot(100 * frac, 100 * share, color=SYNTH, lw=1.6, label="observed")
+    knots = np.unique(np.r_[0, starts, k, n])  # the curve is straight between runs of equal counts
+    bx.plot(100 * knots / n, 100 * share[knots], color=SYNTH, lw=1.6, label="observed")
     bx.plot([0, 100], [0, 100], color=MUTED, lw=1, ls="--", label="replicas spread evenly")
     for q in (0.01, 0.10):
         cut = max(1, math.ceil(q * n))
