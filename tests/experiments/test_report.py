@@ -252,6 +252,18 @@ def test_distance_histogram_counts_every_target_once():
     assert 10 <= len(plots.distance_histogram(cont, integer=False)) <= 50
 
 
+def test_roc_drawing_follows_the_interpolated_curve():
+    rng = np.random.default_rng(1)
+    fpr = np.r_[0.0, np.sort(rng.random(5000)), 1.0]
+    tpr = np.sqrt(fpr)
+    for lo in (None, 1e-3):
+        x, y = plots._roc_grid(fpr, tpr, lo)
+        assert x.size <= plots.MAX_CORNERS + 1 and np.allclose(y, np.interp(x, fpr, tpr))
+    small_f, small_t = np.array([0.0, 0.0, 0.5, 1.0]), np.array([0.0, 0.4, 0.8, 1.0])
+    x, y = plots._roc_grid(small_f, small_t, None)
+    assert x.tolist() == small_f.tolist() and y.tolist() == small_t.tolist()  # few corners: drawn as they are
+
+
 def test_pareto_front():
     pts = [(0.9, 5.0), (0.8, 1.0), (0.7, 2.0), (0.95, 9.0), (0.6, 0.5)]
     assert plots._pareto(pts, maximize_x=True) == [(0.6, 0.5), (0.8, 1.0), (0.9, 5.0), (0.95, 9.0)]

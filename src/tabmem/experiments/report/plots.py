@@ -39,6 +39,7 @@ __all__ = [
     "distance_histogram",
 ]
 
+MAX_CORNERS = 1500  # ROC corners drawn one by one up to this many per curve
 MAX_POINT_LABELS = 12  # the frontier names its points up to this many cells (the table lists them all)
 ATTACK_COLOURS = {
     "levatt": PALETTE[5],
@@ -257,9 +258,21 @@ def epochs_figure(training: Training, audit: Audit | None) -> str | None:
 
 
 # ----------------------------------------------------------------------------- attacks
-def _roc_grid(fpr: np.ndarray, tpr: np.ndarray, lo: float) -> tuple[np.ndarray, np.ndarray]:
-    """The ROC on a log-spaced FPR grid, interpolated as TPR@FPR is (straight segments between corners)."""
-    grid = np.unique(np.r_[np.geomspace(lo, 1.0, 400), fpr[(fpr >= lo)]])
+def _roc_grid(fpr: np.ndarray, tpr: np.ndarray, lo: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """The ROC at the corners, interpolated as TPR@FPR is (straight segments between corners).
+
+    ``lo`` given: on a log-spaced grid from ``lo`` to 1 (straight segments bend on a log axis).
+    Curves with more than :data:`MAX_CORNERS` corners are drawn on a fine grid instead of every
+    corner (a pixel holds several of them); the tables give the exact numbers.
+    """
+    many = fpr.size > MAX_CORNERS
+    if lo is None:
+        if not many:
+            return fpr, tpr
+        grid = np.linspace(0.0, 1.0, MAX_CORNERS)
+        return np.r_[0.0, grid], np.r_[0.0, np.interp(grid, fpr, tpr)]
+    corners = fpr[fpr >= lo] if not many else np.zeros(0)
+    grid = np.unique(np.r_[np.geomspace(lo, 1.0, 400 if not many else MAX_CORNERS), corners])
     return grid, np.interp(grid, fpr, tpr)
 
 
@@ -285,7 +298,7 @@ def roc_figure(attacks: Attacks) -> str | None:
         colour = ATTACK_COLOURS.get(name, PALETTE[i % len(PALETTE)])
         auc = finite(results[name].get("auc"))
         label = f"{_attack_label(name)} (AUC {auc:.3f})" if auc is not None else _attack_label(name)
-        ax.plot(fpr, tpr, color=colour, lw=1.5, label=label)
+        ax.plot(*_roc_grid(fpr, tpr, None), color=colour, lw=1.5, label=label)
         gx, gy = _roc_grid(fpr, tpr, lo)
         bx.plot(gx, gy, color=colour, lw=1.5, label=label)
         for f in (0.01, 0.1):
