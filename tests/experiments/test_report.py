@@ -82,6 +82,10 @@ def test_study_reads_cells_in_manifest_order_with_axes_status_and_versions(runs)
     v = cell_verdict(failed)
     assert v.level == "missing" and v.badge.startswith("cell failed: TabmemError: ctgan: training diverged")
     assert "With the other distances: gower:" in cell_verdict(ddpm).findings[0].text
+    # intervals come from results.parquet, so that the report agrees with load_results
+    assert copies.audit.get("excess_memorization_ci") == [0.3333, 0.6666]
+    assert copies.attacks.results["dcr"]["tpr_at_fpr_ci"]["0.1"] == [0.4444, 0.7777]
+    assert "95% CI +33.3 to +66.7 points" in cell_verdict(copies).findings[0].text
 
 
 @pytest.mark.parametrize(

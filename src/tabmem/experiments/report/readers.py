@@ -153,10 +153,11 @@ def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | N
     notes = notes if notes is not None else []
     cell = Cell(name=name or p.name, path=str(p))
     own_audit: Audit | None = None
+    own_notes: list[str] = []  # about the train run's own audit: kept only when no explicit audit replaces it
     explicit: list[Audit] = []
     kind = detect_kind(p)
     if kind == "train":
-        cell.training, own_audit = read_train_dir(p, notes)
+        cell.training, own_audit = read_train_dir(p, own_notes)
     elif kind == "audit":
         explicit.append(read_audit_dir(p, notes))
     elif kind == "attack":
@@ -164,7 +165,7 @@ def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | N
     elif kind == "quality":
         cell.quality = read_quality_dir(p, notes)
     if cell.training is None and (p / "train").is_dir() and detect_kind(p / "train") == "train":
-        cell.training, own_audit = read_train_dir(p / "train", notes)
+        cell.training, own_audit = read_train_dir(p / "train", own_notes)
     audit_dir = p / "audit"
     if audit_dir.is_dir():
         if detect_kind(audit_dir) == "audit":
@@ -177,6 +178,7 @@ def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | N
             cell.attacks = read_attack_dir(p / d, notes)
     if cell.quality is None and (p / "quality").is_dir() and detect_kind(p / "quality") == "quality":
         cell.quality = read_quality_dir(p / "quality", notes)
+    notes.extend(n for n in own_notes if not explicit or "records.csv" not in n and "bootstrap" not in n)
     for a in [*explicit, *([own_audit] if own_audit is not None else [])]:
         label = str(a.get("distance") or Path(a.path).name)
         cell.audits.setdefault(label, a)
@@ -239,6 +241,9 @@ def read_study_dir(path: str | Path) -> ReportData:
         if not cdir.is_dir():
             notes.append(f"cell {cid}: run directory {str(cdir)!r} not found")
         cells.append(cell)
+    results = p / "results.parquet"
+    if results.is_file():
+        _apply_results(cells, [str(e.get("id") or e.get("hash") or e.get("name")) for e in entries], results, notes)
     versions = manifest.get("versions") if isinstance(manifest.get("versions"), dict) else {}
     study = {k: v for k, v in manifest.items() if k not in ("cells", "versions")}
     info = manifest.get("study") if isinstance(manifest.get("study"), dict) else {}
@@ -246,6 +251,37 @@ def read_study_dir(path: str | Path) -> ReportData:
     return ReportData(
         title=title, source=str(p), kind="study", cells=cells, versions=versions, notes=notes, study=study
     )
+
+
+AUDIT_INTERVALS = ("memorization_rate", "holdout_memorization_rate", "excess_memorization")
+
+
+def _apply_results(cells: list[Cell], ids: list[str], path: Path, notes: list[str]) -> None:
+    """Take the study's intervals from ``results.parquet`` (what ``load_results`` returns), so that the
+    report and the results table agree: audit rate/excess intervals per distance, attack AUC and
+    TPR@FPR intervals and ``min_resolved_fpr`` per attack (the cells' own files give the rest)."""
+    cols = ["cell", "step", "component", "metric", "value", "ci_low", "ci_high"]
+    try:
+        table = pd.read_parquet(path, columns=cols)
+    except (ValueError, KeyError, OSError) as exc:  # an older or foreign results table: the cell files still serve
+        notes.append(f"{path}: not read ({type(exc).__name__}: {exc}); intervals come from the cells' files")
+        return
+    for cid, cell in zip(ids, cells):
+        rows = table[table["cell"] == cid]
+        for r in rows.itertuples(index=False):
+            ci = None if pd.isna(r.ci_low) or pd.isna(r.ci_high) else [float(r.ci_low), float(r.ci_high)]
+            if r.step == "audit" and r.component in cell.audits and r.metric in AUDIT_INTERVALS and ci:
+                cell.audits[r.component].summary[f"{r.metric}_ci"] = ci
+            elif r.step == "attack" and cell.attacks is not None and r.component in cell.attacks.summary:
+                res = cell.attacks.summary[r.component]
+                if r.metric == "auc" and ci:
+                    res["auc_ci"] = ci
+                elif r.metric.startswith("tpr_at_fpr_") and ci:
+                    res.setdefault("tpr_at_fpr_ci", {})[r.metric.removeprefix("tpr_at_fpr_")] = ci
+                elif r.metric == "min_resolved_fpr" and not pd.isna(r.value):
+                    res["min_resolved_fpr"] = float(r.value)
+    filled = {a.path for c in cells for a in c.audits.values() if "excess_memorization_ci" in a.summary}
+    notes[:] = [n for n in notes if not ("bootstrap intervals" in n and n.split(": ", 1)[0] in filled)]
 
 
 def load_report_data(path: str | Path) -> ReportData:
