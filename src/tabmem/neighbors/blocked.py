@@ -10,22 +10,26 @@ privacy risk (SDMetrics#934). The search
 3. recomputes those candidates exactly in float64 and orders them by (distance, index);
 4. proves the result: every other reference row has an exact key of at least
    ``(k+1)-th approximate key - margin``; rows where that bound does not clear the k-th exact
-   distance (near-ties, duplicated reference rows) are recomputed exactly against all rows.
+   distance (near-ties, duplicated reference rows) are recomputed exactly against all rows;
+   a row whose margin is infinite (its fast keys carry no information, e.g. values far
+   beyond the reference's magnitude) is evaluated exactly against every reference row.
 
 Memory is bounded by ``memory_budget`` whatever the table sizes; blocks run on ``n_jobs``
-threads (numpy and BLAS release the GIL) with BLAS itself kept single-threaded to avoid
-oversubscription.
+threads (numpy and BLAS release the GIL; the library's one rule, :mod:`tabmem._checks`:
+``None`` = every CPU this process may use, ``-1`` all, ``-k`` all but ``k - 1``) with BLAS itself
+kept single-threaded to avoid oversubscription.
 """
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from tabmem._checks import resolve_n_jobs
+from tabmem.errors import ParameterError
 from tabmem.neighbors.distances import Distance, Queries
 
 DEFAULT_MEMORY_BUDGET = 1 << 30  # bytes of working memory for all workers together
@@ -57,13 +61,13 @@ def kneighbors(
     after each block.
     """
     n_q, n_ref = len(queries), distance.n_ref
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+        raise ParameterError(f"k must be a positive integer, got {k!r}")
     idx = np.full((n_q, k), -1, dtype=np.int64)
     dist = np.full((n_q, k), np.inf, dtype=np.float64)
     if n_q == 0 or n_ref == 0:
         return idx, dist
-    n_jobs = max(1, n_jobs or os.cpu_count() or 1)
+    n_jobs = resolve_n_jobs(n_jobs)
     step = block_rows or block_rows_for(n_ref, n_jobs, memory_budget)
     blocks = [slice(s, min(s + step, n_q)) for s in range(0, n_q, step)]
 
@@ -109,10 +113,14 @@ def _search_block(distance: Distance, queries: Queries, rows: slice, k: int) -> 
         return cand[:, :kk], exact[:, :kk]
     # every row outside the candidates has exact key >= (largest approximate candidate key) - margin
     floor = blk.key_to_distance(r, cand_key[:, m - 1] - blk.margin)
+    margin = np.broadcast_to(np.asarray(blk.margin, dtype=np.float64), (n_rows,))
     for i in np.flatnonzero(~(exact[:, kk - 1] < floor)):
-        # near-tie: every row whose approximate key could beat the current k-th is recomputed exactly
-        bound = blk.distance_to_key(np.array([i]), exact[i, kk - 1 : kk])[0] + blk.margin[i]
-        extra = np.union1d(np.flatnonzero(key[i] <= bound), cand[i])
+        if not np.isfinite(margin[i]):  # no information in the keys: every reference row
+            extra = np.arange(n_ref)
+        else:
+            # near-tie: every row whose approximate key could beat the current k-th is recomputed exactly
+            bound = blk.distance_to_key(np.array([i]), exact[i, kk - 1 : kk])[0] + margin[i]
+            extra = np.union1d(np.flatnonzero(key[i] <= bound), cand[i])
         d_extra = blk.exact(np.full(len(extra), i), extra)
         best = np.lexsort((extra, d_extra))[:kk]
         cand[i, :kk] = extra[best]
