@@ -505,7 +505,8 @@ class GowerDistance(Distance):
         q = self._base_prepare(clean, scaled, indicators=False)
         q.miss = raw_nan
         q.num = np.where(raw_nan, np.nan, scaled)
-        q.aug = np.asarray(np.where(raw_nan, 0.0, scaled), dtype=np.float32)
+        with np.errstate(over="ignore"):  # far outside the range: inf in float32, clipped to 1 all the same
+            q.aug = np.asarray(np.where(raw_nan, 0.0, scaled), dtype=np.float32)
         return q
 
     def _fit_extra(self) -> None:
