@@ -64,6 +64,7 @@ __all__ = [
     "Distance",
     "Queries",
     "Block",
+    "PrunedBlock",
     "register_distance",
     "get_distance",
     "Fang2024Distance",
@@ -87,7 +88,7 @@ def get_distance(name: str) -> "Distance":
     return DISTANCES.create(name)
 
 
-def norm_rows(diff: np.ndarray, shift: np.ndarray | int = 0) -> np.ndarray:
+def norm_rows(diff: np.ndarray, shift: np.ndarray | int = 0, *, columns_in_order: bool = False) -> np.ndarray:
     """``||diff_i||_2 * 2**-shift`` per row, without intermediate overflow or underflow.
 
     Each row is divided by the power of two ``2^E`` nearest above its largest magnitude, so its
@@ -96,6 +97,8 @@ def norm_rows(diff: np.ndarray, shift: np.ndarray | int = 0) -> np.ndarray:
     ``sqrt(sum(diff**2))`` neither overflows nor underflows this is that value times
     ``2**-shift`` bit for bit (module docstring); otherwise it is the correctly scaled norm
     (``inf`` only when the norm itself exceeds the float64 range in the requested frame).
+    ``columns_in_order`` sums the squares column after column, left to right (the order of the
+    papers' pandas ``((t - x) ** 2).sum(axis=1)``); otherwise ``einsum`` sums them.
     """
     n, k = diff.shape
     if k == 0:
@@ -104,7 +107,13 @@ def norm_rows(diff: np.ndarray, shift: np.ndarray | int = 0) -> np.ndarray:
         big = np.max(np.abs(diff), axis=1)
         expo = np.frexp(big)[1]
         scaled = np.ldexp(diff, -expo[:, None])
-        return np.ldexp(np.sqrt(np.einsum("ij,ij->i", scaled, scaled)), expo - shift)
+        if columns_in_order:
+            total = scaled[:, 0] * scaled[:, 0]
+            for c in range(1, k):
+                total += scaled[:, c] * scaled[:, c]
+        else:
+            total = np.einsum("ij,ij->i", scaled, scaled)
+        return np.ldexp(np.sqrt(total), expo - shift)
 
 
 def _safe_diff(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -167,6 +176,21 @@ class Block:
     exact: Callable[[np.ndarray, np.ndarray], np.ndarray]
     key_to_distance: Callable[[np.ndarray, np.ndarray], np.ndarray]
     distance_to_key: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass
+class PrunedBlock:
+    """Exact evaluation of a query block for the categorical-pruning search.
+
+    ``matches[i, j]`` is the exact number of categorical columns (and missing-value indicators)
+    on which query row i and reference row j agree (a float32 GEMM of 0/1 one-hots: small
+    integers, exact); the distance guarantees ``d(i, j) >= (n_cat - matches[i, j]) / n_columns``.
+    ``exact(rows, refs, h)`` returns exact float64 distances of pairs given their mismatch
+    counts ``h`` (float64 integers).
+    """
+
+    matches: np.ndarray
+    exact: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 class Distance:
@@ -239,6 +263,16 @@ class Distance:
             return np.zeros(len(q_idx))
         qc, rc = q.codes[q_idx], self.ref_.codes[r_idx]
         return ((qc != rc) | (qc < 0)).sum(axis=1).astype(np.float64)
+
+    def pruned_block(self, q: Queries, rows: slice) -> PrunedBlock | None:
+        """A :class:`PrunedBlock` for ``rows``, or ``None`` where the distance has no categorical bound."""
+        return None
+
+    def _matches(self, onehot: np.ndarray) -> np.ndarray:
+        """Exact categorical match counts ``onehot @ ref_onehot.T`` (float32 holding small integers)."""
+        out = np.empty((onehot.shape[0], self.n_ref), dtype=np.float32)
+        sgemm(1.0, self.ref_.onehot.T, onehot.T, beta=0.0, c=out.T, trans_a=1, trans_b=0, overwrite_c=1)
+        return out
 
     def _subtract_matches(self, key: np.ndarray, onehot: np.ndarray) -> None:
         """``key -= onehot @ ref_onehot.T`` in place (one float32 GEMM with beta = 1)."""
@@ -335,7 +369,7 @@ class Fang2024Distance(Distance):
         if self._k == 0:
             return np.zeros(len(q_idx))
         d, up = _safe_diff(q.num[q_idx], self.ref_.num[r_idx])
-        return norm_rows(d, np.asarray(shift) - up)
+        return norm_rows(d, np.asarray(shift) - up, columns_in_order=True)
 
     def _row_frame(self, q: Queries, i: int) -> int:
         """Frame of a non-tame query row: its values and the reference's at magnitude <= 2^500."""
@@ -361,6 +395,100 @@ class Fang2024Distance(Distance):
             np.maximum(s, 0.0, out=s)
             np.sqrt(s, out=s)
             out[:, j0:j1] = s
+
+    def _bound64(self, x: np.ndarray, big_e: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """Bound on ``|ē - e_exact|`` for a float64 ``ē = sqrt(max(S̄, 0))`` (no float32 rounding)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            near = np.minimum(np.sqrt(big_e), np.where(x > 0, big_e / x, np.inf))
+        return near + a + (self._k + 4) * EPS64 * 1.01 * x + 2.0**-1000
+
+    def _extremes(self, q: Queries, rows: slice, qi: np.ndarray, tame: np.ndarray):
+        """Exact min and max over all reference rows of ``e`` per query row, and each row's frame.
+
+        One pass of float64 GEMM tiles (kept in cache) tracks the two smallest and two largest
+        ``S̄`` per row; the extreme is certain when the runner-up is separated by the bound
+        (class docstring, without the float32 terms), otherwise that row's band is evaluated
+        exactly. Rows that are not tame are evaluated exactly against every reference row.
+        """
+        n = self.n_ref
+        b = q.aug[rows]  # type: ignore[index]
+        n_rows = b.shape[0]
+        r = np.arange(n_rows)
+        shift = np.full(n_rows, self._g, dtype=np.int64)
+        emin, emax = np.zeros(n_rows), np.zeros(n_rows)
+        if self._k:
+            lo1, lo2 = np.full(n_rows, np.inf), np.full(n_rows, np.inf)
+            hi1, hi2 = np.full(n_rows, -np.inf), np.full(n_rows, -np.inf)
+            lo_arg, hi_arg = np.zeros(n_rows, np.int64), np.zeros(n_rows, np.int64)
+            width = max(256, _TILE_BYTES // (8 * max(n_rows, 1)))
+            ref_t = self._ref_aug_t
+            for j0 in range(0, n, width):
+                s = b @ ref_t[:, j0 : j0 + width]
+                am = s.argmin(axis=1)
+                v = s[r, am]
+                s[r, am] = np.inf
+                v2 = s.min(axis=1)
+                s[r, am] = v
+                better = v < lo1
+                lo2 = np.minimum(np.where(better, lo1, v), np.minimum(lo2, v2))
+                lo_arg = np.where(better, am + j0, lo_arg)
+                lo1 = np.where(better, v, lo1)
+                ax = s.argmax(axis=1)
+                w = s[r, ax]
+                s[r, ax] = -np.inf
+                w2 = s.max(axis=1)
+                better = w > hi1
+                hi2 = np.maximum(np.where(better, hi1, w), np.maximum(hi2, w2))
+                hi_arg = np.where(better, ax + j0, hi_arg)
+                hi1 = np.where(better, w, hi1)
+            un = q.unorm[rows]  # type: ignore[index]
+            big_e = (2 * self._k + 3) * EPS64 * (un + self._vmax) ** 2 * 1.01
+            a = EPS64 * (un + self._vmax) + 4.0 * np.sqrt(self._k) * np.ldexp(1.0, -1072 - self._g)
+            emin = self._exact_e(q, qi, lo_arg, shift)
+            emax = self._exact_e(q, qi, hi_arg, shift)
+            with np.errstate(invalid="ignore"):
+                e = [np.sqrt(np.maximum(x, 0.0)) for x in (lo1, lo2, hi1, hi2)]
+                unsure_lo = e[1] - self._bound64(e[1], big_e, a) <= e[0] + self._bound64(e[0], big_e, a)
+                unsure_hi = e[3] + self._bound64(e[3], big_e, a) >= e[2] - self._bound64(e[2], big_e, a)
+            unsure_lo &= np.isfinite(lo2) & tame
+            unsure_hi &= np.isfinite(hi2) & tame
+            for i in np.flatnonzero(unsure_lo | unsure_hi):
+                row = np.sqrt(np.maximum(b[i] @ ref_t, 0.0))
+                d_row = self._bound64(row, big_e[i], a[i])
+                for smallest, unsure, best in ((True, unsure_lo, e[0]), (False, unsure_hi, e[2])):
+                    if not unsure[i]:
+                        continue
+                    d_best = self._bound64(best[i : i + 1], big_e[i], a[i])[0]
+                    if smallest:
+                        band = np.flatnonzero(row - d_row <= best[i] + d_best)
+                    else:
+                        band = np.flatnonzero(row + d_row >= best[i] - d_best)
+                    vals = self._exact_e(q, np.full(len(band), qi[i]), band, shift[i])
+                    if smallest:
+                        emin[i] = vals.min()
+                    else:
+                        emax[i] = vals.max()
+        for i in np.flatnonzero(~tame):  # exact against every reference row, in the row's own frame
+            shift[i] = self._row_frame(q, qi[i])
+            e_all = self._exact_e(q, np.full(n, qi[i]), np.arange(n), shift[i])
+            emin[i], emax[i] = e_all.min(), e_all.max()
+        return emin, emax, shift
+
+    def pruned_block(self, q: Queries, rows: slice) -> PrunedBlock | None:
+        if q.onehot.shape[1] == 0:
+            return None
+        n_rows = q.onehot[rows].shape[0]
+        qi = np.arange(rows.start, rows.start + n_rows)
+        emin, emax, shift = self._extremes(q, rows, qi, q.tame[rows])  # type: ignore[index]
+        spread = emax - emin
+        sp = np.where(spread > 0, spread, 1.0)
+        m = float(self.n_columns_)
+
+        def exact(local_rows: np.ndarray, refs: np.ndarray, h: np.ndarray) -> np.ndarray:
+            e_ex = self._exact_e(q, qi[local_rows], refs, shift[local_rows])
+            return ((e_ex - emin[local_rows]) / sp[local_rows] + h) / m
+
+        return PrunedBlock(matches=self._matches(q.onehot[rows]), exact=exact)
 
     def block(self, q: Queries, rows: slice) -> Block:
         n = self.n_ref
@@ -563,13 +691,26 @@ class GowerDistance(Distance):
             key=key, margin=margin, exact=exact, key_to_distance=key_to_distance, distance_to_key=distance_to_key
         )
 
-    def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
+    def pruned_block(self, q: Queries, rows: slice) -> PrunedBlock | None:
+        if q.onehot.shape[1] == 0:
+            return None
+        start = rows.start
+
+        def exact(local_rows: np.ndarray, refs: np.ndarray, h: np.ndarray) -> np.ndarray:
+            return self._exact_given(q, local_rows + start, refs, h)
+
+        return PrunedBlock(matches=self._matches(q.onehot[rows]), exact=exact)
+
+    def _exact_given(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray, h: np.ndarray) -> np.ndarray:
         a, t = q.num[q_idx], self.ref_.num[r_idx]
         with np.errstate(invalid="ignore"):
             part = np.minimum(np.abs(a - t), 1.0)
         am, tm = np.isnan(a), np.isnan(t)
         part = np.where(am | tm, (am != tm).astype(np.float64), part)
-        return (part.sum(axis=1) + self._mismatches(q, q_idx, r_idx)) / self.n_columns_
+        return (part.sum(axis=1) + h) / self.n_columns_
+
+    def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
+        return self._exact_given(q, q_idx, r_idx, self._mismatches(q, q_idx, r_idx))
 
 
 @register_distance("l2")
