@@ -134,13 +134,18 @@ def test_result_independent_of_block_size_and_threads(distance: str) -> None:
     pd.testing.assert_frame_equal(ref, tiny)
 
 
+@pytest.mark.parametrize("lookup", [True, False])
 @pytest.mark.parametrize("share", [0.0, 1.0])
 @pytest.mark.parametrize("distance", ["fang2024", "gower"])
-def test_pruned_and_dense_searches_both_equal_brute_force(monkeypatch, distance: str, share: float) -> None:
-    # share 1.0: the categorical pruning always runs (in chunks of 64 surviving pairs); 0.0: never
+def test_pruned_and_dense_searches_both_equal_brute_force(monkeypatch, distance: str, share: float, lookup) -> None:
+    # share 1.0: the categorical pruning always runs (in chunks of 64 surviving pairs); 0.0: never;
+    # lookup False: match counts from the one-hot GEMM instead of the uint8 lookup tables
     import tabmem.neighbors.blocked as blocked
+    from tabmem.neighbors.distances import Distance
 
     monkeypatch.setattr(blocked, "_PRUNED_PAIRS", 64)
+    if not lookup:
+        monkeypatch.setattr(Distance, "_lookup_setup", lambda self: setattr(self, "_groups", None))
 
     def run(train, syn, max_share):
         monkeypatch.setattr(blocked, "_PRUNED_MAX_SHARE", max_share)

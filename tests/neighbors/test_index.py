@@ -143,3 +143,26 @@ def test_unseen_categories_mismatch_every_reference_row() -> None:
     q.loc[0, "c"] = "p"
     best_p = all_distances(ref[ref.c == "p"], q.iloc[:1], SCHEMA, "gower").min()
     assert d_unseen[0, 0] >= best_p
+
+
+@pytest.mark.parametrize("distance", ["fang2024", "gower"])
+def test_match_lookup_tables_equal_the_one_hot_product(distance: str) -> None:
+    # categories unseen on either side (reference encoded with another table's encoder) and
+    # missing-value indicators: the uint8 lookup and the float32 GEMM count the same matches
+    rng = np.random.default_rng(9)
+    ref, q = tables(9, n_ref=200, n_q=60)
+    ref.loc[rng.random(len(ref)) < 0.2, "x"] = np.nan
+    q.loc[rng.random(len(q)) < 0.2, "x"] = np.nan
+    q.loc[:5, "c"] = "new"
+    other, _ = tables(10, n_ref=150)
+    other = other[other.c != "r"]  # "r" then is a category the encoder has never seen
+    enc = TableEncoder(SCHEMA).fit(other, nan="match")
+    clean = enc.validate(ref, nan="match", unseen="mismatch")
+    index = NeighborIndex(distance).fit(None, encoder=enc, clean=clean)
+    dist = index.distance_
+    assert dist._groups is not None
+    prepared = index.prepare(q)
+    lookup = dist._matches(prepared.onehot, prepared.codes)
+    gemm = dist._matches(prepared.onehot)
+    assert lookup.dtype == np.uint8
+    np.testing.assert_array_equal(lookup.astype(np.float32), gemm)

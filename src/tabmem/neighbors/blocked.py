@@ -134,31 +134,32 @@ def _search_pruned(distance: Distance, pb: PrunedBlock, k: int) -> tuple[np.ndar
     r = np.arange(n_rows)
     best = np.empty((n_rows, kk), dtype=np.int64)
     saved = []
-    for t in range(kk):
+    for t in range(kk):  # any k distinct rows give a bound; the best-matching give a tight one
         j = matches.argmax(axis=1)
+        dup = (best[:, :t] == j[:, None]).any(axis=1)  # all the rest are 0 (uint8 counts: no -1)
+        for i in np.flatnonzero(dup):
+            j[i] = np.setdiff1d(np.arange(t + 1), best[i, :t])[0]
         best[:, t] = j
         saved.append(matches[r, j].copy())
-        matches[r, j] = -1.0
+        matches[r, j] = 0
     for t in range(kk):
         matches[r, best[:, t]] = saved[t]
     h_best = n_cat - np.stack(saved, axis=1).astype(np.float64)
     d_best = pb.exact(np.repeat(r, kk), best.ravel(), h_best.ravel()).reshape(n_rows, kk)
     upper = d_best.max(axis=1) * m
     need = n_cat - np.floor(upper * (1 + 1e-12) + 1e-9)  # fewest matches a row can have and still compete
-    keep = matches >= need[:, None].astype(np.float32)
-    counts = keep.sum(axis=1)
-    if counts.sum() > _PRUNED_MAX_SHARE * n_rows * n_ref:
+    need = np.clip(need, 0, n_cat).astype(matches.dtype)
+    flat = np.flatnonzero(matches >= need[:, None])  # 1-D: ~10x faster than a 2-D nonzero
+    if flat.size > _PRUNED_MAX_SHARE * n_rows * n_ref:
         return None
     idx = np.empty((n_rows, kk), dtype=np.int64)
     dist = np.empty((n_rows, kk), dtype=np.float64)
-    bounds = np.concatenate([[0], np.cumsum(counts)])
+    row_start = np.searchsorted(flat, np.arange(n_rows + 1) * n_ref)
     start = 0
     while start < n_rows:  # chunks of rows with at most _PRUNED_PAIRS surviving pairs (bounded memory)
-        stop = max(start + 1, int(np.searchsorted(bounds, bounds[start] + _PRUNED_PAIRS, side="right")) - 1)
-        stop = min(stop, n_rows)
-        flat = np.flatnonzero(keep[start:stop])  # 1-D: ~10x faster than a 2-D nonzero
-        rr, jj = np.divmod(flat, n_ref)
-        rr += start
+        stop = int(np.searchsorted(row_start, row_start[start] + _PRUNED_PAIRS, side="right")) - 1
+        stop = min(max(stop, start + 1), n_rows)
+        rr, jj = np.divmod(flat[row_start[start] : row_start[stop]], n_ref)
         d = pb.exact(rr, jj, n_cat - matches[rr, jj].astype(np.float64))
         order = np.lexsort((jj, d, rr))
         rr, jj, d = rr[order], jj[order], d[order]
