@@ -228,7 +228,9 @@ class Distance:
         self._nan_cols = np.array([bool(clean[c].isna().any()) for c in self.schema_.numerical], dtype=bool)
         self.ref_ = self.prepare(clean, fitting=True)
         self._fit_extra()
-        self._lookup_setup()
+        self._groups = None
+        if type(self).pruned_block is not Distance.pruned_block:  # only distances that prune count matches
+            self._lookup_setup()
         return self
 
     @property
