@@ -49,6 +49,7 @@ class MembershipResult:
     n_members: int
     n_non_members: int
     roc: pd.DataFrame = field(repr=False)
+    tpr_at_fpr_ci: dict[float, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def min_resolved_fpr(self) -> float:
@@ -69,6 +70,7 @@ class MembershipResult:
             "threshold": _finite(self.threshold),
             "n_members": self.n_members,
             "n_non_members": self.n_non_members,
+            "tpr_at_fpr_ci": {_key(f): [_finite(v) for v in ci] for f, ci in self.tpr_at_fpr_ci.items()},
             "min_resolved_fpr": self.min_resolved_fpr,
         }
 
@@ -111,14 +113,14 @@ def _check(scores: Any, is_member: Any) -> tuple[np.ndarray, np.ndarray]:
             f"{int(np.isnan(s).sum())} score(s) are NaN (first positions: {np.flatnonzero(np.isnan(s))[:5].tolist()})"
         )
     if np.isinf(s).any():
-        s = _rank_infinite(s)
+        s = rank_infinite(s)
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         raise TabmemError(f"need at least one member and one non-member (got {n_pos} members, {n_neg} non-members)")
     return s, y
 
 
-def _rank_infinite(s: np.ndarray) -> np.ndarray:
+def rank_infinite(s: np.ndarray) -> np.ndarray:
     """Finite stand-ins for infinite scores, in the same order (ties kept): the ROC depends on order only."""
     finite = s[np.isfinite(s)]
     lo = float(finite.min()) if finite.size else 0.0
@@ -130,7 +132,7 @@ def _rank_infinite(s: np.ndarray) -> np.ndarray:
     return out
 
 
-def _original_threshold(t: float, scores: Any) -> float:
+def original_threshold(t: float, scores: Any) -> float:
     """A ROC threshold in the units of the scores given (a stand-in of an infinite score -> that infinity)."""
     raw = np.asarray(scores, dtype=np.float64).ravel()
     finite = raw[np.isfinite(raw)]
@@ -178,8 +180,10 @@ def evaluate_membership(
 ) -> MembershipResult:
     """Evaluate membership scores (higher = more likely a member) against the truth.
 
-    ``auc_ci`` is a percentile bootstrap interval that resamples members and non-members
-    separately (stratified, ``n_bootstrap`` resamples; 0 disables it and gives ``(nan, nan)``).
+    ``auc_ci`` and ``tpr_at_fpr_ci`` are percentile bootstrap intervals from the same resamples,
+    which draw members and non-members separately (stratified, ``n_bootstrap`` resamples; 0
+    disables them and gives ``(nan, nan)``); the TPR of a resample is the paper's
+    interpolated ``TPR@f`` on that resample's ROC curve.
     ``balanced_accuracy`` is ``max_t (TPR(t) + 1 - FPR(t)) / 2`` over the ROC thresholds and
     ``threshold`` the score reaching it (predict member when ``score >= threshold``).
     """
@@ -195,15 +199,18 @@ def evaluate_membership(
     auc = _auc(s, y)
     j = int(np.argmax(tpr - fpr))
     bal = float((tpr[j] + 1.0 - fpr[j]) / 2.0)
-    threshold = _original_threshold(float(thr[j]), scores)
-    ci = _bootstrap_auc(s, y, n_bootstrap, confidence, random_state)
-    if min(int(y.sum()), int((~y).sum())) < 2:
-        ci = (float("nan"), float("nan"))  # one member or non-member: no resample differs from the sample
+    threshold = original_threshold(float(thr[j]), scores)
+    fprs = tuple(float(f) for f in fprs)
+    ci, tpr_ci = _bootstrap(s, y, n_bootstrap, confidence, random_state, fprs)
+    if min(int(y.sum()), int((~y).sum())) < 2:  # one member or non-member: no resample differs from the sample
+        ci = (float("nan"), float("nan"))
+        tpr_ci = {f: (float("nan"), float("nan")) for f in fprs}
     return MembershipResult(
         auc=auc,
         auc_ci=ci,
-        tpr_at_fpr={float(f): tpr_at_fpr(fpr, tpr, float(f)) for f in fprs},
-        tpr_at_fpr_strict={float(f): tpr_at_fpr_strict(fpr, tpr, float(f)) for f in fprs},
+        tpr_at_fpr_ci=tpr_ci,
+        tpr_at_fpr={f: tpr_at_fpr(fpr, tpr, f) for f in fprs},
+        tpr_at_fpr_strict={f: tpr_at_fpr_strict(fpr, tpr, f) for f in fprs},
         balanced_accuracy=bal,
         threshold=threshold,
         n_members=int(y.sum()),
@@ -212,23 +219,29 @@ def evaluate_membership(
     )
 
 
-def _bootstrap_auc(
-    s: np.ndarray, y: np.ndarray, n_boot: int, confidence: float, random_state: Any
-) -> tuple[float, float]:
+def _bootstrap(
+    s: np.ndarray, y: np.ndarray, n_boot: int, confidence: float, random_state: Any, fprs: tuple[float, ...]
+) -> tuple[tuple[float, float], dict[float, tuple[float, float]]]:
+    """Percentile intervals of the AUC and of every TPR@f over stratified resamples."""
+    nan2 = (float("nan"), float("nan"))
     if n_boot == 0:
-        return (float("nan"), float("nan"))
+        return nan2, {f: nan2 for f in fprs}
     rng = np.random.default_rng(random_state)
     pos, neg = s[y], s[~y]
     lab = np.concatenate([np.ones(pos.size, bool), np.zeros(neg.size, bool)])
     aucs = np.empty(n_boot)
+    tprs = np.empty((n_boot, len(fprs)))
     for b in range(n_boot):
         sample = np.concatenate(
             [pos[rng.integers(pos.size, size=pos.size)], neg[rng.integers(neg.size, size=neg.size)]]
         )
         aucs[b] = _auc(sample, lab)
+        fpr, tpr, _ = roc_curve(lab, sample, drop_intermediate=False)
+        tprs[b] = np.interp(fprs, fpr, tpr)
     alpha = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(aucs, [alpha, 1.0 - alpha])
-    return (float(lo), float(hi))
+    t_lo, t_hi = np.quantile(tprs, [alpha, 1.0 - alpha], axis=0)
+    return (float(lo), float(hi)), {f: (float(t_lo[i]), float(t_hi[i])) for i, f in enumerate(fprs)}
 
 
 def top_k_worst_case(

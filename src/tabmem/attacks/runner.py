@@ -11,9 +11,16 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.metrics import roc_curve
 
 from tabmem.attacks.base import ATTACKS, get_attack
-from tabmem.attacks.evaluation import MembershipResult, degenerate_warnings, evaluate_membership
+from tabmem.attacks.evaluation import (
+    MembershipResult,
+    degenerate_warnings,
+    evaluate_membership,
+    original_threshold,
+    rank_infinite,
+)
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
 from tabmem.errors import TabmemError
 
@@ -28,6 +35,7 @@ class AttackReport:
     scores: pd.DataFrame
     n_overlap: int
     skipped: dict[str, str]
+    config: dict[str, Any] = field(default_factory=dict)
     schema: Schema | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -37,6 +45,26 @@ class AttackReport:
 
         attack_cols = [c for c in self.scores.columns if c not in ("target_row", "is_member")]
         return risk_table(self.scores[attack_cols], self.scores["is_member"].to_numpy())
+
+    def roc(self) -> pd.DataFrame:
+        """Every attack's ROC curve as one long table: ``attack``, ``fpr``, ``tpr``, ``threshold``.
+
+        Only the corners are kept (scikit-learn's ``drop_intermediate=True``): the points dropped
+        lie on the straight segments between those kept, so the curve, the AUC and every
+        interpolated TPR@FPR are unchanged.
+        """
+        y = self.scores["is_member"].to_numpy(dtype=bool)
+        parts = []
+        for name in self.results:
+            raw = self.scores[name].to_numpy(np.float64)
+            finite = raw if np.isfinite(raw).all() else rank_infinite(raw)  # same order, finite stand-ins
+            fpr, tpr, thr = roc_curve(y, finite, drop_intermediate=True)
+            if finite is not raw:  # thresholds back in the scores' units (a stand-in is its infinity)
+                thr = np.array([original_threshold(float(t), raw) for t in thr])
+            parts.append(pd.DataFrame({"attack": name, "fpr": fpr, "tpr": tpr, "threshold": thr}))
+        if not parts:
+            return pd.DataFrame({"attack": pd.Series(dtype=str), "fpr": [], "tpr": [], "threshold": []})
+        return pd.concat(parts, ignore_index=True)
 
     def summary(self) -> dict[str, Any]:
         """``{attack: {"auc", "auc_ci", "tpr_at_fpr", ...}}`` plus ``"_meta"`` (sizes, overlap, skipped attacks)."""
@@ -50,6 +78,7 @@ class AttackReport:
             "skipped": self.skipped,
             "warnings": list(self.warnings),
             "target_row": "position in members followed by non-members",
+            "config": self.config,
         }
         if self.schema is not None:
             out["_meta"]["schema"] = self.schema.to_dict()
@@ -131,10 +160,30 @@ def run_attacks(
             continue
         scores[name] = s
         results[name] = evaluate_membership(s, is_member, n_bootstrap=n_bootstrap, random_state=random_state)
+    config = {
+        "attacks": list(attacks),
+        "attack_params": {k: {p: _plain(v) for p, v in kw.items()} for k, kw in params.items() if k in attacks},
+        "nan": nan,
+        "n_bootstrap": int(n_bootstrap),
+        "random_state": random_state,
+    }
     warnings = degenerate_warnings(len(checked["members"]), len(checked["non-members"]))
     return AttackReport(
-        results=results, scores=scores, n_overlap=n_overlap, skipped=skipped, schema=schema, warnings=warnings
+        results=results,
+        scores=scores,
+        n_overlap=n_overlap,
+        skipped=skipped,
+        config=config,
+        schema=schema,
+        warnings=warnings,
     )
+
+
+def _plain(value: Any) -> Any:
+    """A parameter as JSON-ready config (objects such as a serializer instance by their class name)."""
+    if value is None or isinstance(value, (bool, int, float, str, list, dict, tuple)):
+        return value
+    return type(value).__name__
 
 
 def _row_keys(clean: pd.DataFrame) -> np.ndarray:

@@ -9,7 +9,8 @@ short call the ``tabmem demo`` command uses. Directory layout::
     DIR/history.csv      per-epoch losses (and memorization rate at tracked epochs)
     DIR/tracking/        per-record memorization records (MemorizationTracker)
     DIR/synthetic.csv    |train| rows from the final model
-    DIR/summary.json     final memorization rate / Mem-AUC next to the holdout baseline
+    DIR/records.csv      per training record (position): replicas in synthetic.csv and Mem-AUC share
+    DIR/summary.json     final memorization rate / Mem-AUC next to the holdout baseline, bootstrap CIs
     DIR/dynamics.json    Top vs Non-top training-dynamics comparison (when tracking)
     DIR/trajectories.csv per tracked epoch, Top vs Non-top Mem-AUC and memorized fractions
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -270,7 +272,10 @@ def train_to_dir(
     if result is None or duplicates != "papers":
         result = det.score(synthetic)
     write_frame(out / "synthetic.csv", synthetic)
-    summary = {k: v for k, v in result.summary().items() if k != "heavy_tail"}
+    write_frame(out / "records.csv", result.records())
+    if holdout is not None:
+        result = replace(result, holdout=det.score(holdout, name="holdout", unseen="mismatch"))
+    summary = result.summary(random_state=seed)
     summary.update(
         model=model,
         preset=preset,
@@ -278,21 +283,8 @@ def train_to_dir(
         seed=int(seed),
         train_seconds=train_seconds,
         n_train=int(gen.n_train_),
-        heavy_tail=result.heavy_tail(),
         final_loss=gen.history_[-1].get("loss") if gen.history_ else None,
     )
-    if holdout is not None:
-        hold = det.score(holdout, name="holdout", unseen="mismatch")
-        summary["n_holdout"] = hold.n_synthetic
-        summary["holdout_memorization_rate"] = hold.memorization_rate
-        summary["holdout_mem_auc"] = hold.mem_auc
-        summary["excess_memorization"] = result.memorization_rate - hold.memorization_rate
-        summary["holdout_exact_copy_rate"] = hold.exact_copy_rate
-        summary["excess_exact_copy_rate"] = result.exact_copy_rate - hold.exact_copy_rate
-        if result.rare is not None and hold.rare is not None:
-            summary["holdout_rare_value_leakage"] = hold.rare.rate
-            summary["excess_rare_value_leakage"] = result.rare.rate - hold.rare.rate
-            summary["rare_values"]["n_in_holdout"] = hold.rare.n_leaked
     for message in summary.get("warnings", []):
         warn(message)
     summary["warnings"] = warn.messages
