@@ -217,6 +217,31 @@ def overwritten_keeps_user_files(r: Result) -> None:
     assert not (r.out_dir / "tracking" / "epoch_00001.parquet").exists()
 
 
+def audit_output(tmp, out) -> None:
+    """``rundir``: a real ``tabmem audit`` output on the corpus tables (for the report cases)."""
+    from tabmem.cli import main
+
+    try:
+        main(["audit", "--train", str(tmp / "train.csv"), "--synthetic", str(tmp / "synthetic.csv"),
+              "--holdout", str(tmp / "holdout.csv"), "--out", str(tmp / "rundir")])  # fmt: skip
+    except SystemExit as exc:
+        assert not exc.code
+
+
+def empty_rundir(tmp, out) -> None:
+    (tmp / "rundir").mkdir(parents=True)
+
+
+def corrupt_summary(tmp, out) -> None:
+    (tmp / "rundir").mkdir(parents=True)
+    (tmp / "rundir" / "summary.json").write_text('{"memorization_rate": 0.5,')
+
+
+def report_written(r: Result) -> None:
+    html = (r.out_dir / "report.html").read_text()
+    assert "exact" in html.lower() or "memorization" in html.lower()
+
+
 # ----------------------------------------------------------------------------- the corpus
 NUMERICAL = brute.NUMERICAL
 BODY = r"bad request:|internal error while processing|example rows"  # an HTTP body echoing the prompt
@@ -509,6 +534,16 @@ CASES: list[Case] = [
          args=("--resume",), match=r"--resume.*seed"),
     Case("train_resume_and_overwrite", "8 run dirs", ("train",), "error", args=("--resume", "--overwrite"),
          match=r"--resume.*--overwrite"),
+    # ---------------------------------------------------------------- the report command (issue 11)
+    Case("report_missing_directory", "5 options", ("report",), "error", match=r"rundir"),
+    Case("report_empty_directory", "5 options", ("report",), "error", setup=empty_rundir, match=r"rundir"),
+    Case("report_corrupt_summary", "6 advice", ("report",), "error", setup=corrupt_summary,
+         match=r"summary\.json"),
+    Case("report_train_without_show_records", "5 options", ("report",), "error", setup=empty_rundir,
+         args=("--train", "{tmp}/train.csv"), match=r"--show-records"),
+    Case("report_out_unwritable", "5 options", ("report",), "error", setup=audit_output,
+         args=("--out", "/proc/tabmem-out/r.html"), match=r"--out.*/proc/tabmem-out"),
+    Case("report_on_an_audit", "2 duplicates", ("report",), "ok", setup=audit_output, check=report_written),
     # ---------------------------------------------------------------- 9. privacy
     Case("icl_error_body_not_printed", "9 privacy", ("generate-icl",), "error", server="error400_echo",
          match=r"HTTP 400", forbid=BODY, note="the first 200 characters of the body (which echoes training rows) on stderr"),

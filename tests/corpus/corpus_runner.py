@@ -246,6 +246,8 @@ def base_argv(command: str, files: dict[str, Path], out: Path, model: Path | Non
         return ["sample", "--model", str(model), "--n", "20", "--threads", "1", "--out", str(out / "sample.csv")]
     if command == "datasets":
         return ["datasets"]
+    if command == "report":
+        return ["report", str(out.parent / "rundir"), "--out", str(out / "report.html")]
     if command == "demo":
         return ["demo", "--no-generator", "--no-quality", "--out", str(out)]
     raise KeyError(command)

@@ -50,3 +50,31 @@ def test_every_null_has_a_reason_at_1e308() -> None:
     assert s["shape"] is not None and s["trend"] is not None
     assert s["wasserstein"] > 1e290  # documented: unbounded, in units of the real range
     assert s["schema"]["numerical"] == ["a", "b"]
+
+
+def test_dcr_l1_and_alpha_beta_exact_with_a_far_synthetic_row() -> None:
+    """A synthetic row far outside the real range takes the exact float64 path (brute-force L1 here)."""
+    from tabmem.data.encoding import TableEncoder
+    from tabmem.data.schema import validate
+    from tabmem.metrics.dcr_share import nearest_l1
+
+    rng = np.random.default_rng(5)
+    schema = Schema(("a", "b", "k"), ("a", "b"), ("k",))
+    real = pd.DataFrame({"a": rng.normal(0, 1, 50), "b": rng.normal(0, 1, 50), "k": rng.choice(list("xy"), 50)})
+    syn = pd.DataFrame({"a": rng.normal(0, 1, 20), "b": rng.normal(0, 1, 20), "k": rng.choice(list("xy"), 20)})
+    syn.loc[4, "a"] = 1e300
+    r, s = validate(real, schema, name="training").data, validate(syn, schema).data
+    enc = TableEncoder(schema).fit(r)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = nearest_l1(enc, r, s)
+    rng_ = (r[["a", "b"]].max() - r[["a", "b"]].min()).to_numpy()
+    brute = [
+        min(
+            float(np.abs((s.iloc[i][["a", "b"]].to_numpy(float) - r.iloc[j][["a", "b"]].to_numpy(float)) / rng_).sum())
+            + 2.0 * (s.iloc[i]["k"] != r.iloc[j]["k"])
+            for j in range(len(r))
+        )
+        for i in range(len(s))
+    ]
+    assert np.allclose(got, brute, rtol=1e-12) and got[4] > 1e299

@@ -69,7 +69,7 @@ class MonteCarlo(Attack):
     def _epsilon(self, q: Queries) -> float:
         if self.epsilon == "median":
             _, d = self.index_.kneighbors(q, k=1)
-            return float(np.sqrt(np.median(d[:, 0] ** 2)))
+            return _root_median_square(d[:, 0])
         if self.epsilon == "percentile":
             return smallest_percentile(self.distance_, q, float(self.percentile))
         return float(self.epsilon)  # type: ignore[arg-type]
@@ -79,6 +79,16 @@ class MonteCarlo(Attack):
         eps = self._epsilon(q)
         self.epsilon_ = eps
         return count_within(self.distance_, q, eps) / self.distance_.n_ref
+
+
+def _root_median_square(d: np.ndarray) -> float:
+    """``sqrt(median(d**2))`` without overflow (distances scaled by a power of two first, exactly)."""
+    finite = d[np.isfinite(d)]
+    peak = float(np.abs(finite).max(initial=0.0))
+    shift = int(np.frexp(peak)[1]) if peak > 0 else 0
+    with np.errstate(over="ignore"):
+        scaled = np.ldexp(d, -shift)
+        return float(np.ldexp(np.sqrt(np.median(scaled**2)), shift))
 
 
 def count_within(distance: Distance, q: Queries, eps: float) -> np.ndarray:

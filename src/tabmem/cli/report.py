@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tabmem.cli._options import read_user_table
+from tabmem.cli._options import prepare_out_file, read_user_table
 
 
 @click.command("report")
@@ -47,6 +47,8 @@ def report(directory, out, show_records, train, dataset, data_dir, encoding) -> 
         raise TabmemError("--train/--dataset only serve --show-records (the report reads everything else from DIR)")
     if train and dataset:
         raise click.UsageError("give at most one of --train FILE or --dataset NAME")
+    if out is not None:
+        prepare_out_file(out)  # before any work: the folder can be created and written
     table = None
     if train:
         table = read_user_table(train, encoding=encoding, option="--train")

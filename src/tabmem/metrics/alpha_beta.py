@@ -33,7 +33,7 @@ from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics._encode import features
 from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
-from tabmem.neighbors.distances import L2Distance, Queries
+from tabmem.neighbors.distances import _L2_TAME, L2Distance, Queries, norm_rows
 from tabmem.neighbors.index import NeighborIndex
 
 N_ALPHAS = 30
@@ -46,8 +46,13 @@ class _FeatureL2(L2Distance):
 
     def prepare(self, clean: pd.DataFrame, *, fitting: bool = False) -> Queries:
         enc = self.encoder_
-        feats = features(enc, clean, "range")
-        sq = np.einsum("ij,ij->i", feats, feats)
+        with np.errstate(over="ignore", invalid="ignore"):
+            feats = features(enc, clean, "range")
+        # rows far outside the real range (a synthetic 1e308) take the exact path, as in L2Distance
+        absmax = np.abs(feats).max(axis=1) if feats.shape[1] else np.zeros(len(feats))
+        tame = np.isfinite(absmax) & (absmax <= _L2_TAME)
+        fast = feats if tame.all() else np.where(tame[:, None], feats, 0.0)
+        sq = np.einsum("ij,ij->i", fast, fast)
         n_num = len(enc.schema.numerical)
         q = Queries(
             num=feats[:, :n_num],
@@ -56,10 +61,11 @@ class _FeatureL2(L2Distance):
             codes=enc.codes(clean),
         )
         q.feats, q.sq = feats, sq  # type: ignore[attr-defined]
+        q.tame = tame
         if fitting:
-            q.aug = np.column_stack([feats, np.ones(len(feats)), sq]).astype(np.float32)
+            q.aug = np.column_stack([fast, np.ones(len(feats)), sq]).astype(np.float32)
         else:
-            q.aug = np.column_stack([-2.0 * feats, sq, np.ones(len(feats))]).astype(np.float32)
+            q.aug = np.column_stack([-2.0 * fast, sq, np.ones(len(feats))]).astype(np.float32)
         return q
 
 
@@ -81,6 +87,16 @@ def _blocked_neighbors(
     return d_rr[:, 1], d_rs[:, 0], idx[:, 0]
 
 
+def _norms(diff: np.ndarray) -> np.ndarray:
+    """Row norms: ``np.linalg.norm``'s bits, and overflow-free where its squares overflow (values near 1e300)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.linalg.norm(diff, axis=1)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        out[bad] = norm_rows(diff[bad])
+    return out
+
+
 def alpha_beta_naive(
     x: np.ndarray,
     y: np.ndarray,
@@ -98,12 +114,12 @@ def alpha_beta_naive(
         raise TabmemError("alpha-precision/beta-recall need at least 2 real rows and 1 synthetic row")
     alphas = np.linspace(0.0, 1.0, N_ALPHAS)
     center = x.mean(axis=0)
-    radii = np.quantile(np.linalg.norm(x - center, axis=1), alphas)
-    syn_to_center = np.linalg.norm(y - center, axis=1)
+    radii = np.quantile(_norms(x - center), alphas)
+    syn_to_center = _norms(y - center)
     precision_curve = (syn_to_center[None, :] <= radii[:, None]).mean(axis=1)
 
     real_to_real, real_to_syn, idx = _sklearn_neighbors(x, y, n_jobs) if neighbors is None else neighbors
-    closest_to_syn_center = np.linalg.norm(y[idx] - y.mean(axis=0), axis=1)
+    closest_to_syn_center = _norms(y[idx] - y.mean(axis=0))
     q = np.quantile(closest_to_syn_center, alphas)
     covered = real_to_syn <= real_to_real
     coverage_curve = (covered[None, :] & (closest_to_syn_center[None, :] <= q[:, None])).mean(axis=1)

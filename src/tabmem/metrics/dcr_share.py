@@ -32,6 +32,8 @@ from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepar
 from tabmem.neighbors.distances import EPS32, Block, Distance, Queries
 from tabmem.neighbors.index import NeighborIndex
 
+_TAME = 2.0**40  # magnitude (in training ranges) beyond which a query row is evaluated exactly
+
 
 class TabSynL1Distance(Distance):
     """L1 distance on ``[x_num / range_train, one-hot]`` (TabSyn DCR); not in the replica registry."""
@@ -46,9 +48,14 @@ class TabSynL1Distance(Distance):
             enc.one_hot(clean, dtype=np.float32) if enc.schema.categorical else np.zeros((len(clean), 0), np.float32)
         )
         q = Queries(num=num, miss=np.isnan(num), onehot=onehot, codes=enc.codes(clean))
-        q.aug = num.astype(np.float32)
+        # rows far outside the training range (a synthetic 1e308) cannot be bounded in float32:
+        # they take the exact float64 path against every reference row (as L2Distance's)
+        absmax = np.abs(num).max(axis=1) if num.shape[1] else np.zeros(len(num))
+        q.tame = np.isfinite(absmax) & (absmax <= _TAME)
+        fast = num if q.tame.all() else np.where(q.tame[:, None], num, 0.0)
+        q.aug = fast.astype(np.float32)
         q.ones = onehot.sum(axis=1).astype(np.float32)  # type: ignore[attr-defined]
-        q.abs_sum = np.abs(num).sum(axis=1)  # type: ignore[attr-defined]
+        q.abs_sum = np.abs(fast).sum(axis=1)  # type: ignore[attr-defined]
         return q
 
     def _fit_extra(self) -> None:
@@ -76,6 +83,10 @@ class TabSynL1Distance(Distance):
         n_terms = k + 2
         scale = q.abs_sum[rows] + self._ref_abs_max + q.ones[rows] + 2.0 * self.n_cat_total + 1.0  # type: ignore[attr-defined]
         margin = (4.0 * n_terms + 8.0) * EPS32 * scale
+        if q.tame is not None and not q.tame[rows].all():
+            wild = ~q.tame[rows]
+            margin = np.where(wild, np.inf, margin)
+            key[wild] = 0.0
         qi = np.arange(rows.start, rows.start + n_rows)
 
         def exact(local_rows: np.ndarray, refs: np.ndarray) -> np.ndarray:
@@ -87,7 +98,8 @@ class TabSynL1Distance(Distance):
         return Block(key=key, margin=margin, exact=exact, key_to_distance=identity, distance_to_key=identity)
 
     def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
-        num = np.abs(q.num[q_idx] - self.ref_.num[r_idx]).sum(axis=1)
+        with np.errstate(over="ignore"):
+            num = np.abs(q.num[q_idx] - self.ref_.num[r_idx]).sum(axis=1)
         qo, ro = q.onehot[q_idx].astype(np.float64), self.ref_.onehot[r_idx].astype(np.float64)
         return num + np.abs(qo - ro).sum(axis=1)
 
