@@ -33,10 +33,13 @@ from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics._encode import features
 from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
-from tabmem.neighbors.distances import _L2_TAME, L2Distance, Queries, norm_rows
+from tabmem.neighbors.distances import L2Distance, Queries, norm_rows
 from tabmem.neighbors.index import NeighborIndex
 
 N_ALPHAS = 30
+
+
+_TAME = 2.0**40  # feature magnitude beyond which a row is evaluated exactly (as in L2Distance)
 
 
 class _FeatureL2(L2Distance):
@@ -50,7 +53,7 @@ class _FeatureL2(L2Distance):
             feats = features(enc, clean, "range")
         # rows far outside the real range (a synthetic 1e308) take the exact path, as in L2Distance
         absmax = np.abs(feats).max(axis=1) if feats.shape[1] else np.zeros(len(feats))
-        tame = np.isfinite(absmax) & (absmax <= _L2_TAME)
+        tame = np.isfinite(absmax) & (absmax <= _TAME)
         fast = feats if tame.all() else np.where(tame[:, None], feats, 0.0)
         sq = np.einsum("ij,ij->i", fast, fast)
         n_num = len(enc.schema.numerical)
