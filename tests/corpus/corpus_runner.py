@@ -372,7 +372,7 @@ def command_flags(command: str) -> set[str]:
     ctx = click.Context(cli)
     cmd = cli.get_command(ctx, command)
     flags = {"--help", "-h"}
-    for p in cmd.params:
+    for p in cmd.params if cmd is not None else ():
         flags.update(getattr(p, "opts", []))
         flags.update(getattr(p, "secondary_opts", []))
     return flags
