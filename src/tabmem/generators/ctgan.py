@@ -43,8 +43,13 @@ class _Residual(nn.Module):
         self.fc = nn.Linear(d_in, d_out)
         self.bn = nn.BatchNorm1d(d_out)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([x, torch.relu(self.bn(self.fc(x)))], dim=1)
+    def forward(self, x: torch.Tensor, batch_stats: bool = False) -> torch.Tensor:
+        h = self.fc(x)
+        if batch_stats:  # normalise with this batch's statistics; the running averages are left untouched
+            h = nn.functional.batch_norm(h, None, None, self.bn.weight, self.bn.bias, training=True, eps=self.bn.eps)
+        else:
+            h = self.bn(h)
+        return torch.cat([x, torch.relu(h)], dim=1)
 
 
 class _Generator(nn.Module):
@@ -58,8 +63,11 @@ class _Generator(nn.Module):
         layers.append(nn.Linear(d, d_out))
         self.net = nn.Sequential(*layers)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
+    def forward(self, x: torch.Tensor, batch_stats: bool = False) -> torch.Tensor:
+        """``batch_stats``: BatchNorm uses the batch's own statistics even in eval mode."""
+        for layer in self.net:
+            x = layer(x, batch_stats) if isinstance(layer, _Residual) else layer(x)
+        return x
 
 
 class _Critic(nn.Module):
@@ -188,6 +196,18 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         Gumbel-softmax temperature (0.2).
     log_frequency:
         Training-by-sampling with log-frequencies (``False``: raw frequencies).
+    critic_pairing:
+        ``"paired"``: the critic's real row ``i`` carries the condition of fake row ``i``, so each packed
+        real group has the same conditions as the fake group it is interpolated with; ``"shuffled"``:
+        the real rows (with their conditions) come in a random order, as in the reference code.
+    sample_conditions:
+        Condition drawn for each generated row: ``"frequency"`` (column uniform, category with its
+        empirical frequency) or ``"training"`` (the training-by-sampling distribution, log-frequency
+        when ``log_frequency``: what the reference code does).
+    sample_batch_norm:
+        Generator BatchNorm when sampling: ``"running"`` (eval mode, running averages; any chunk size
+        gives the same rows) or ``"batch"`` (statistics of each generated batch of ``batch_size`` rows,
+        as the reference code, which never switches to eval mode).
     max_modes, weight_threshold:
         Mode-specific normalisation: at most 10 modes per numerical column, modes under 0.005 dropped.
     random_state, device:
@@ -198,6 +218,11 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
     >>> gen = CTGAN(epochs=300, random_state=0).fit(train, schema)      # doctest: +SKIP
     >>> synthetic = gen.sample(len(train), random_state=1)               # doctest: +SKIP
     """
+
+    _RESUME_MUTABLE: ClassVar[frozenset[str]] = TabularGenerator._RESUME_MUTABLE | {
+        "sample_conditions",
+        "sample_batch_norm",
+    }
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         "paper": {},
@@ -228,6 +253,9 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         gp_lambda: float = 10.0,
         tau: float = 0.2,
         log_frequency: bool = True,
+        critic_pairing: str = "paired",
+        sample_conditions: str = "frequency",
+        sample_batch_norm: str = "running",
         max_modes: int = 10,
         weight_threshold: float = 0.005,
         random_state: int | None = None,
@@ -248,6 +276,9 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         self.gp_lambda = gp_lambda
         self.tau = tau
         self.log_frequency = log_frequency
+        self.critic_pairing = critic_pairing
+        self.sample_conditions = sample_conditions
+        self.sample_batch_norm = sample_batch_norm
         self.max_modes = max_modes
         self.weight_threshold = weight_threshold
         self.random_state = random_state
@@ -266,6 +297,13 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         _check_positive("discriminator_steps", self.discriminator_steps, integer=True)
         if not (isinstance(self.betas, (list, tuple)) and len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas)):
             raise TabmemError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
+        for name, allowed in (
+            ("critic_pairing", ("paired", "shuffled")),
+            ("sample_conditions", ("frequency", "training")),
+            ("sample_batch_norm", ("running", "batch")),
+        ):
+            if getattr(self, name) not in allowed:
+                raise TabmemError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.batch_size % self.pac != 0:
             raise TabmemError(f"batch_size ({self.batch_size}) must be a multiple of pac ({self.pac})")
 
@@ -318,16 +356,20 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         norms = grad.reshape(groups, -1).norm(2, dim=1)
         return self.gp_lambda * ((norms - 1) ** 2).mean()
 
-    def _fake(self, n: int, generator: torch.Generator, training: bool) -> tuple[torch.Tensor, torch.Tensor, Any]:
+    def _fake(
+        self, n: int, generator: torch.Generator, training: bool, batch_stats: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, Any]:
         """Raw generator output, its condition tensor and the condition batch."""
         if training:
             cond = self.sampler_.sample_condition(n, self.rng_, training=True)
-        else:  # generation-time conditions with the data's frequencies, from the sampling stream
+        else:  # generation-time conditions (see ``sample_conditions``), from the sampling stream
             seed = int(torch.randint(0, 2**62, (1,), generator=generator, device=generator.device).item())
-            cond = self.sampler_.sample_condition(n, np.random.default_rng(seed), training=False)
+            cond = self.sampler_.sample_condition(
+                n, np.random.default_rng(seed), training=self.sample_conditions == "training"
+            )
         c = torch.from_numpy(cond.cond).to(self.device_)
         z = torch.randn(n, self.embedding_dim, generator=generator, device=self.device_)
-        raw = self.generator_(torch.cat([z, c], dim=1))
+        raw = self.generator_(torch.cat([z, c], dim=1), batch_stats=batch_stats)
         return raw, c, cond
 
     def _train_epoch(self, epoch: int) -> dict[str, float]:
@@ -346,6 +388,8 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
                 rows = torch.from_numpy(self.sampler_.sample_rows(cond, self.rng_)).to(self.device_)
                 real = data[rows]
                 real_in = torch.cat([real, c], dim=1)
+                if self.critic_pairing == "shuffled":  # real packs no longer mirror the fake packs' conditions
+                    real_in = real_in[torch.from_numpy(self.rng_.permutation(bs)).to(self.device_)]
                 fake_in = torch.cat([fake, c], dim=1)
                 loss_d = self.critic_(fake_in).mean() - self.critic_(real_in).mean()
                 penalty = self._gradient_penalty(real_in, fake_in)
@@ -371,9 +415,18 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
     def _sample_clean(self, n: int, generator: torch.Generator) -> pd.DataFrame:
         norm = self.normalizer_
         assert norm is not None
-        # BatchNorm in eval mode uses running statistics, so any chunk size gives the same rows
-        raw, _, _ = self._fake(n, generator, training=False)
-        out = self._ops.activate(raw, self.tau, generator)  # Gumbel-max: arg-max = a softmax draw
+        # Gumbel-max decoding: the arg-max of a Gumbel-softmax block is a draw from its softmax
+        if self.sample_batch_norm == "running":
+            # BatchNorm in eval mode uses running statistics, so any chunk size gives the same rows
+            raw, _, _ = self._fake(n, generator, training=False)
+            out = self._ops.activate(raw, self.tau, generator)
+        else:  # whole batches of batch_size rows, each normalised with its own statistics, the surplus dropped
+            bs = int(self.batch_size)
+            chunks = []
+            for _ in range(-(-n // bs)):
+                raw, _, _ = self._fake(bs, generator, training=False, batch_stats=True)
+                chunks.append(self._ops.activate(raw, self.tau, generator))
+            out = torch.cat(chunks)[:n]
         return self._decode_sample(out.cpu().numpy(), None, 0)
 
     # ------------------------------------------------------------------ state

@@ -1,0 +1,136 @@
+"""CTGAN options that reproduce the reference code (generation conditions, BatchNorm when sampling, critic
+pairing), each checked against its definition on small synthetic tables."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tabmem.data.schema import Schema
+from tabmem.errors import TabmemError
+from tabmem.generators import get_generator
+from tabmem.generators.ctgan import CTGAN, _Critic, _Generator
+
+TINY = {"embedding_dim": 16, "generator_dims": (32, 32), "discriminator_dims": (32, 32), "batch_size": 100}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def table() -> tuple[pd.DataFrame, Schema]:
+    rng = np.random.default_rng(0)
+    n = 700
+    df = pd.DataFrame(
+        {
+            "x": rng.normal(0, 1, n),
+            # very unequal counts, so frequency and log-frequency differ a lot
+            "colour": rng.choice(["blue", "green", "red", "teal"], n, p=[0.80, 0.15, 0.04, 0.01]),
+            "size": rng.choice(["L", "S"], n, p=[0.9, 0.1]),
+        }
+    )
+    return df, Schema(("x", "colour", "size"), ("x",), ("colour", "size"))
+
+
+def _tiny(**kw) -> CTGAN:
+    return get_generator("ctgan", **{**TINY, "epochs": 1, "random_state": 0, **kw})
+
+
+@pytest.mark.parametrize("mode", ["frequency", "training"])
+def test_generation_conditions_follow_their_definition(table, mode) -> None:
+    """Column uniform; category with probability count / n ("frequency") or log(1 + count) normalised
+    ("training": the training-by-sampling law, which the reference code also uses to generate)."""
+    df, schema = table
+    gen = _tiny(sample_conditions=mode).fit(df, schema)
+    n = 60_000
+    _, c, cond = gen._fake(n, torch.Generator().manual_seed(0), training=False)
+    np.testing.assert_allclose(np.bincount(cond.column, minlength=2) / n, [0.5, 0.5], atol=0.01)
+    offsets = np.cumsum([0] + [len(gen.normalizer_.categories_[col]) for col in schema.categorical])
+    for j, col in enumerate(schema.categorical):
+        cats = list(gen.normalizer_.categories_[col])
+        assert cats == sorted(df[col].unique())  # the one-hot order used below
+        counts = df[col].value_counts().reindex(cats).to_numpy(dtype=float)
+        weights = np.log1p(counts) if mode == "training" else counts
+        expected = weights / weights.sum()
+        picked = cond.category[cond.column == j]
+        np.testing.assert_allclose(np.bincount(picked, minlength=len(cats)) / len(picked), expected, atol=0.012)
+    # the condition vector is the one-hot of (column, category)
+    hot = c.numpy().argmax(1)
+    np.testing.assert_array_equal(hot, offsets[cond.column] + cond.category)
+    assert np.all(c.numpy().sum(1) == 1.0)
+
+
+def test_batch_statistics_equal_train_mode_batchnorm_and_keep_running_averages() -> None:
+    torch.manual_seed(0)
+    net = _Generator(6, (8, 8), 5)
+    net.train()
+    net(torch.randn(64, 6) * 3 + 1)  # running averages away from their initial values
+    reference = copy.deepcopy(net).train()  # torch's BatchNorm in training mode: batch statistics
+    net.eval()
+    x = torch.randn(50, 6)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    with torch.no_grad():
+        got = net(x, batch_stats=True)
+        torch.testing.assert_close(got, reference(x))
+        assert not torch.allclose(got, net(x), atol=1e-3)  # running averages give other outputs
+    for k, v in net.state_dict().items():
+        assert torch.equal(v, before[k]), k
+
+
+def test_batch_norm_sampling_generates_whole_batches(table) -> None:
+    df, schema = table
+    gen = _tiny(sample_batch_norm="batch").fit(df, schema)
+    state = {k: v.clone() for k, v in gen.generator_.state_dict().items()}
+    a = gen.sample(250, random_state=3)  # three batches of 100, the surplus 50 rows dropped
+    assert len(a) == 250
+    pd.testing.assert_frame_equal(a, gen.sample(250, random_state=3))
+    # rows come in whole batches of batch_size: the first batch does not depend on n
+    pd.testing.assert_frame_equal(a.iloc[:100], gen.sample(100, random_state=3))
+    for k, v in gen.generator_.state_dict().items():  # sampling leaves the running averages alone
+        assert torch.equal(v, state[k]), k
+    gen.set_params(sample_batch_norm="running")
+    assert not a.equals(gen.sample(250, random_state=3))
+
+
+@pytest.mark.parametrize("pairing", ["paired", "shuffled"])
+def test_critic_pairing(table, monkeypatch, pairing) -> None:
+    """The critic's first two calls of a step are (fake, real) with their conditions appended."""
+    df, schema = table
+    seen: list[torch.Tensor] = []
+    forward = _Critic.forward
+
+    def spy(self, x):
+        seen.append(x.detach().clone())
+        return forward(self, x)
+
+    monkeypatch.setattr(_Critic, "forward", spy)
+    gen = _tiny(critic_pairing=pairing).fit(df, schema)
+    fake_in, real_in = seen[0], seen[1]
+    d, k = gen.normalizer_.output_dim_, gen.cond_dim_
+    fake_cond, real_cond, real = fake_in[:, d:], real_in[:, d:], real_in[:, :d]
+    if pairing == "paired":
+        assert torch.equal(fake_cond, real_cond)
+    else:
+        assert not torch.equal(fake_cond, real_cond)
+        # same conditions, another order
+        assert torch.equal(fake_cond.argmax(1).sort().values, real_cond.argmax(1).sort().values)
+    # every real row still carries its own condition: its category one-hot is set where the condition is
+    cat_columns = torch.tensor([i for s in gen._cat_spans for i in range(s.start, s.end)])
+    assert len(cat_columns) == k
+    assert torch.all(real[torch.arange(len(real)), cat_columns[real_cond.argmax(1)]] == 1.0)
+
+
+def test_option_validation(table) -> None:
+    df, schema = table
+    for name in ("critic_pairing", "sample_conditions", "sample_batch_norm"):
+        with pytest.raises(TabmemError, match=name):
+            _tiny(**{name: "nope"}).fit(df, schema)
