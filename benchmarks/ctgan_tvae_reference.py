@@ -212,7 +212,12 @@ def _run_reference(args, ds, variants: list[str], seed: int, workdir: Path) -> l
     return runs
 
 
-SAMPLING_PARAMS = {"sample_conditions", "sample_batch_norm", "discrete_sampling"}  # no effect on training
+SAMPLING_PARAMS = {
+    "sample_conditions",
+    "sample_batch_norm",
+    "discrete_sampling",
+    "numerical_decoding",
+}  # no effect on training
 
 
 def _run_tabmem(args, ds, variant: str, seed: int, workdir: Path) -> tuple[object, dict]:

@@ -174,3 +174,49 @@ def test_cli_trains_the_paper_preset(table, tmp_path, capsys) -> None:
     gen = load_generator(out / "model.pt")
     assert (gen.critic_pairing, gen.sample_conditions, gen.sample_batch_norm) == ("shuffled", "training", "batch")
     assert len(pd.read_csv(out / "synthetic.csv")) == len(df)
+
+
+def test_decode_without_clipping_truncates_integers() -> None:
+    """``x = 4 sigma_k alpha + mu_k``: clipped to the training range and rounded, or left free and truncated."""
+    from tabmem.generators._transformer import ModeSpecificNormalizer
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"n": rng.integers(0, 50, 400), "f": rng.normal(0, 1, 400)})
+    schema = Schema(("n", "f"), ("n", "f"), ())
+    norm = ModeSpecificNormalizer(random_state=0).fit(df, schema)
+    n_span, mode_span = norm.spans_[0], norm.spans_[1]
+    info = norm.numeric_["n"]
+    k = len(info.means) - 1  # the highest mode, pushed to its edges
+    alphas = np.array([1.0, -1.0, 0.3, -0.3])
+    m = np.zeros((len(alphas), norm.output_dim_))
+    m[:, n_span.start] = alphas
+    m[:, mode_span.start + k] = 1.0
+    m[:, norm.spans_[2].start] = 0.0
+    m[:, norm.spans_[3].start] = 1.0
+    x = alphas * 4.0 * info.stds[k] + info.means[k]
+    free = norm.decode(m, clip=False, integers="truncate")["n"]
+    np.testing.assert_array_equal(free, np.trunc(x))
+    default = norm.decode(m)["n"]
+    np.testing.assert_array_equal(default, np.round(np.clip(x, 0, 49)))  # df["n"] spans 0..49
+    assert free.max() > 49  # the top mode's edge lies beyond the training maximum
+    with pytest.raises(TabmemError, match="integers"):
+        norm.decode(m, integers="floor")
+
+
+@pytest.mark.parametrize("name", ["ctgan", "tvae"])
+def test_numerical_decoding_changes_numericals_only(table, name) -> None:
+    df, schema = table
+    df = df.assign(x=(df["x"] * 10).round().astype("int64"))
+    tiny = TINY if name == "ctgan" else {"embedding_dim": 8, "compress_dims": (16,), "decompress_dims": (16,)}
+    gen = get_generator(name, **{**tiny, "batch_size": 100, "epochs": 1, "random_state": 0}).fit(df, schema)
+    a = gen.sample(400, random_state=2)
+    gen.set_params(numerical_decoding="truncate")
+    b = gen.sample(400, random_state=2)
+    pd.testing.assert_frame_equal(a[["colour", "size"]], b[["colour", "size"]])  # same draws
+    assert b["x"].dtype == df["x"].dtype and a["x"].between(df["x"].min(), df["x"].max()).all()
+    # same values up to clipping and rounding vs truncation
+    lo, hi = df["x"].min(), df["x"].max()
+    assert (np.abs(a["x"] - b["x"].clip(lo, hi)) <= 1).all()
+    gen.set_params(numerical_decoding="nope")
+    with pytest.raises(TabmemError, match="numerical_decoding"):
+        gen.fit(df, schema)

@@ -34,7 +34,7 @@ from torch import nn
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.generators._conditional import ConditionalSampler
-from tabmem.generators._transformer import NormalizedSpaceMixin, Span
+from tabmem.generators._transformer import NUMERICAL_DECODINGS, NormalizedSpaceMixin, Span
 from tabmem.generators.base import TabularGenerator, register_generator
 
 __all__ = ["CTGAN"]
@@ -215,6 +215,9 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         Generator BatchNorm when sampling: ``"running"`` (eval mode, running averages; any chunk size
         gives the same rows) or ``"batch"`` (statistics of each generated batch of ``batch_size`` rows,
         as the reference code, which never switches to eval mode).
+    numerical_decoding:
+        ``"clip_round"``: generated numericals clipped to the training range, integer columns rounded;
+        ``"truncate"``: no clipping, integer columns truncated toward zero (the reference code's output).
     max_modes, weight_threshold:
         Mode-specific normalisation: at most 10 modes per numerical column, modes under 0.005 dropped.
     random_state, device:
@@ -229,6 +232,7 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
     _RESUME_MUTABLE: ClassVar[frozenset[str]] = TabularGenerator._RESUME_MUTABLE | {
         "sample_conditions",
         "sample_batch_norm",
+        "numerical_decoding",
     }
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
@@ -264,6 +268,7 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         critic_pairing: str = "paired",
         sample_conditions: str = "frequency",
         sample_batch_norm: str = "running",
+        numerical_decoding: str = "clip_round",
         max_modes: int = 10,
         weight_threshold: float = 0.005,
         random_state: int | None = None,
@@ -287,6 +292,7 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         self.critic_pairing = critic_pairing
         self.sample_conditions = sample_conditions
         self.sample_batch_norm = sample_batch_norm
+        self.numerical_decoding = numerical_decoding
         self.max_modes = max_modes
         self.weight_threshold = weight_threshold
         self.random_state = random_state
@@ -309,6 +315,7 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
             ("critic_pairing", ("paired", "shuffled")),
             ("sample_conditions", ("frequency", "training")),
             ("sample_batch_norm", ("running", "batch")),
+            ("numerical_decoding", NUMERICAL_DECODINGS),
         ):
             if getattr(self, name) not in allowed:
                 raise TabmemError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
