@@ -14,6 +14,7 @@ from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.generators import get_generator
 from tabmem.generators.ctgan import CTGAN, _Critic, _Generator
+from tabmem.generators.tvae import TVAE
 
 TINY = {"embedding_dim": 16, "generator_dims": (32, 32), "discriminator_dims": (32, 32), "batch_size": 100}
 
@@ -137,21 +138,15 @@ def test_option_validation(table) -> None:
 
 
 def test_paper_preset_is_the_reference_behaviour() -> None:
-    paper = CTGAN.from_preset("paper")
-    assert (paper.critic_pairing, paper.sample_conditions, paper.sample_batch_norm) == ("shuffled", "training", "batch")
-    plain = CTGAN()
-    assert (plain.critic_pairing, plain.sample_conditions, plain.sample_batch_norm) == (
-        "paired",
-        "frequency",
-        "running",
-    )
+    options = ("critic_pairing", "sample_conditions", "sample_batch_norm", "numerical_decoding")
+    paper, plain = CTGAN.from_preset("paper"), CTGAN()
+    assert [getattr(paper, k) for k in options] == ["shuffled", "training", "batch", "truncate"]
+    assert [getattr(plain, k) for k in options] == ["paired", "frequency", "running", "clip_round"]
     # everything else is the same reference setting
-    same = {
-        k: v
-        for k, v in paper.get_params().items()
-        if k not in ("critic_pairing", "sample_conditions", "sample_batch_norm")
-    }
-    assert same == {k: v for k, v in plain.get_params().items() if k in same}
+    rest = {k: v for k, v in paper.get_params().items() if k not in options}
+    assert rest == {k: v for k, v in plain.get_params().items() if k in rest}
+    assert TVAE.from_preset("paper").numerical_decoding == "truncate"
+    assert TVAE().numerical_decoding == "clip_round"
 
 
 def test_cli_trains_the_paper_preset(table, tmp_path, capsys) -> None:
@@ -172,7 +167,8 @@ def test_cli_trains_the_paper_preset(table, tmp_path, capsys) -> None:
     except SystemExit as exc:
         assert exc.code == 0, capsys.readouterr().err
     gen = load_generator(out / "model.pt")
-    assert (gen.critic_pairing, gen.sample_conditions, gen.sample_batch_norm) == ("shuffled", "training", "batch")
+    for key, value in CTGAN.PRESETS["paper"].items():
+        assert getattr(gen, key) == value, key
     assert len(pd.read_csv(out / "synthetic.csv")) == len(df)
 
 

@@ -18,7 +18,7 @@ are listed in ``docs/ctgan_tvae.md``.
 Two settings: the class defaults generate with the data's category frequencies and BatchNorm's running
 averages (closer marginals, higher Shape/Trend); ``preset="paper"`` generates as the reference code does
 (training-by-sampling conditions, BatchNorm with each generated batch's statistics, critic real rows in
-shuffled order), which is what reproduces the published memorization rates.
+shuffled order, unclipped numericals), which is what reproduces the published memorization rates.
 """
 
 from __future__ import annotations
@@ -183,7 +183,8 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
     """Conditional tabular GAN (Xu et al. 2019) with WGAN-GP and PacGAN, owning its training loop.
 
     Parameters follow the paper's reference setting; ``preset="paper"`` adds the reference code's
-    generation and critic choices (``critic_pairing``, ``sample_conditions``, ``sample_batch_norm``);
+    generation and critic choices (``critic_pairing``, ``sample_conditions``, ``sample_batch_norm``,
+    ``numerical_decoding``);
     ``batch_size`` must be a multiple of ``pac``.
     One epoch is ``max(n_train // batch_size, 1)`` steps of ``batch_size`` rows drawn by
     training-by-sampling (the paper's epoch), each step one or more critic updates and one generator
@@ -237,7 +238,12 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         # the reference code's behaviour, behind the published memorization figures (docs/ctgan_tvae.md)
-        "paper": {"critic_pairing": "shuffled", "sample_conditions": "training", "sample_batch_norm": "batch"},
+        "paper": {
+            "critic_pairing": "shuffled",
+            "sample_conditions": "training",
+            "sample_batch_norm": "batch",
+            "numerical_decoding": "truncate",
+        },
         # small networks for tests and demos; same algorithm
         "small": {
             "epochs": 30,

@@ -108,7 +108,8 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
     }
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
-        "paper": {},
+        # the reference code's output: unclipped numericals, integers truncated (docs/ctgan_tvae.md)
+        "paper": {"numerical_decoding": "truncate"},
         "small": {"epochs": 30, "embedding_dim": 64, "compress_dims": (64, 64), "decompress_dims": (64, 64)},
     }
 
