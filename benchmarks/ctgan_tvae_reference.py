@@ -20,8 +20,8 @@ Quick check (a few minutes)::
 
     python benchmarks/ctgan_tvae_reference.py --model ctgan --epochs 5 --seeds 0 --out /tmp/cmp_quick
 
-LONG RUN (about 20 minutes per CTGAN run at 300 epochs on a quiet core, so about 2 hours for this one;
-run it under ``nice`` in the background)::
+LONG RUN (about 20-25 minutes per 300-epoch CTGAN fit on a quiet core, an hour or more on a loaded
+one, so 1.5 hours at best for this one; run it under ``nice`` in the background)::
 
     python benchmarks/ctgan_tvae_reference.py --model ctgan --epochs 300 --seeds 0 1 \\
         --tabmem paper default --out runs/cmp_ctgan_300
@@ -30,7 +30,10 @@ run it under ``nice`` in the background)::
 values parsed as JSON, else kept as strings), e.g. ``paper:sample_batch_norm=running`` for a one-change
 ablation; ``--reference`` takes ``package`` (as shipped) and reference-side ablations of its sampling:
 ``package:bn=eval`` (generator in eval mode when sampling) and ``package:cond=frequency`` (generation
-conditions with the empirical category frequencies).
+conditions with the empirical category frequencies); all reference variants of a seed share one fit of the
+package. Tabmem variants that differ only in sampling options (``sample_conditions``, ``sample_batch_norm``,
+``numerical_decoding``, ``discrete_sampling``) share one saved fit; tabmem fits checkpoint every 10 epochs
+and a rerun of the same command resumes them. ``--reference`` or ``--tabmem`` with no value skips that side.
 """
 
 from __future__ import annotations
