@@ -184,8 +184,7 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
 
     Parameters follow the paper's reference setting; ``preset="paper"`` adds the reference code's
     generation and critic choices (``critic_pairing``, ``sample_conditions``, ``sample_batch_norm``,
-    ``numerical_decoding``);
-    ``batch_size`` must be a multiple of ``pac``.
+    ``numerical_decoding``); ``batch_size`` must be a multiple of ``pac``.
     One epoch is ``max(n_train // batch_size, 1)`` steps of ``batch_size`` rows drawn by
     training-by-sampling (the paper's epoch), each step one or more critic updates and one generator
     update. History per epoch: ``loss_d`` (critic loss with penalty), ``loss_g`` (generator loss with
