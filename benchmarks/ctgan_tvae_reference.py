@@ -281,7 +281,7 @@ def _table(results: list[dict], target_class: str) -> str:
         rows.append(
             f"| {r['impl']} {r['variant']} | {r['seed']} | {r['epochs']} | {r['memorization_rate_pct']:.2f} | "
             f"{r['holdout_rate_pct']:.2f} | {r['shape']:.3f} | {r['trend']:.3f} | "
-            f"{r['target_share'].get(target_class, 0.0):.3f} | {r['max_tvd']:.3f} | {r['fit_seconds']:.0f} |"
+            f"{r['target_share'].get(target_class, 0.0):.3f} | {r['max_tvd']:.3f} | {r['epoch_seconds'] if r.get('resumed') else r['fit_seconds']:.0f} |"
         )
     return "\n".join(rows)
 
