@@ -169,6 +169,45 @@ def _bootstrap_auc(
     return (float(lo), float(hi))
 
 
+def bootstrap_tpr_ci(
+    scores: Any,
+    is_member: Any,
+    *,
+    fprs: Sequence[float] = DEFAULT_FPRS,
+    n_bootstrap: int = 200,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> dict[float, tuple[float, float]]:
+    """Percentile-bootstrap intervals of ``TPR@f`` (the paper's interpolated TPR) for each FPR ``f``.
+
+    Members and non-members are resampled separately (stratified), as for the AUC interval of
+    :func:`evaluate_membership`; ``n_bootstrap = 0`` gives ``(nan, nan)`` for every FPR.
+    """
+    s, y = _check(scores, is_member)
+    for f in fprs:
+        if not 0.0 <= float(f) <= 1.0:
+            raise TabmemError(f"fprs: every FPR must be in [0, 1], got {f!r}")
+    if not 0 < confidence < 1:
+        raise TabmemError(f"confidence must be in (0, 1), got {confidence!r}")
+    if not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 0:
+        raise TabmemError(f"n_bootstrap must be a non-negative integer, got {n_bootstrap!r}")
+    if n_bootstrap == 0:
+        return {float(f): (float("nan"), float("nan")) for f in fprs}
+    rng = np.random.default_rng(random_state)
+    pos, neg = s[y], s[~y]
+    lab = np.concatenate([np.ones(pos.size, bool), np.zeros(neg.size, bool)])
+    tprs = np.empty((n_bootstrap, len(fprs)))
+    for b in range(n_bootstrap):
+        sample = np.concatenate(
+            [pos[rng.integers(pos.size, size=pos.size)], neg[rng.integers(neg.size, size=neg.size)]]
+        )
+        fpr, tpr, _ = roc_curve(lab, sample, drop_intermediate=False)
+        tprs[b] = np.interp(np.asarray(fprs, dtype=float), fpr, tpr)
+    alpha = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(tprs, [alpha, 1.0 - alpha], axis=0)
+    return {float(f): (float(lo[i]), float(hi[i])) for i, f in enumerate(fprs)}
+
+
 def top_k_worst_case(
     runs: pd.DataFrame, *, k: int = 20, group: str = "generator", by: str = "tpr_at_fpr_0.1"
 ) -> pd.DataFrame:

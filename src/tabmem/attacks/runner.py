@@ -7,11 +7,13 @@ Targets are the members followed by the non-members (``target_row`` = position i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from tabmem._io import write_frame, write_json
 from tabmem.attacks.base import ATTACKS, get_attack
 from tabmem.attacks.evaluation import MembershipResult, evaluate_membership
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
@@ -48,6 +50,15 @@ class AttackReport:
             "target_row": "position in members followed by non-members",
         }
         return out
+
+    def save(self, out_dir: str | Path) -> dict[str, Any]:
+        """Write the ``tabmem attack`` layout into ``out_dir`` (summary.json, scores.csv, risk.csv); returns the summary."""
+        out = Path(out_dir)
+        summary = self.summary()
+        write_json(out / "summary.json", summary)
+        write_frame(out / "scores.csv", self.scores)
+        write_frame(out / "risk.csv", self.risk())
+        return summary
 
 
 def run_attacks(

@@ -93,6 +93,7 @@ __all__ = [
     "MetricRow",
     "load_published",
     "load_results",
+    "metric",
     "results_frame",
     "versions",
     "write_manifest",
