@@ -79,7 +79,7 @@ def ray_instance():
 def test_local_and_ray_executors_give_identical_results_and_files(write_study, tmp_path, ray_instance):
     path = write_study(STUDY + '\n[[sampling]]\nlabel = "a"\n\n[[sampling]]\nlabel = "b"\ndraw = 1\n')
     runs = {
-        "local": {"executor": "local", "jobs": 2},
+        "local": {"executor": "local", "jobs": 1},  # the worker-process pool runs the same task function
         "ray-shared": {"executor": "ray", "storage": "shared"},
         "ray-gather": {"executor": "ray", "storage": "gather"},
     }

@@ -371,3 +371,131 @@ def test_makespan_is_the_longest_processing_time_schedule():
     assert _makespan([5, 4, 3, 3, 3], 2) == 10
     assert _makespan([10, 1, 1], 4) == 10
     assert _makespan([], 3) == 0
+
+
+MITIGATION = '''
+from tabmem._io import write_frame
+from tabmem.experiments._fields import Field, integer
+from tabmem.experiments.steps import Step, register_step, metric
+
+@register_step("keep_first")
+class KeepFirst(Step):
+    """A stand-in mitigation: train on the first n rows only (issue 10's augmenters plug in the same way)."""
+    options = {"n": Field(40, integer(2))}
+    placement = ("before", "train")
+    produces = {"train_table": "train.csv"}
+
+    def run(self, ctx):
+        write_frame(ctx.out / "train.csv", ctx.data.train.iloc[: self.config["n"]])
+        return [metric("n_kept", self.config["n"])]
+
+@register_step("no_train")
+class NoTrain(Step):
+    """A stand-in for a step that replaces training (DynamicCut): writes the real rows as 'synthetic'."""
+    placement = ("instead", "train")
+    produces = {"synthetic": "synthetic.csv"}
+
+    def run(self, ctx):
+        write_frame(ctx.out / "synthetic.csv", ctx.data.train)
+        return []
+'''
+
+
+def test_mitigation_steps_are_placed_by_their_entry_and_train_on_the_table_they_write(write_study, tmp_path, plugin):
+    plugin("plug_mitig", MITIGATION)
+    text = BASE.replace("[study]", '[study]\nplugins = ["plug_mitig"]').replace(
+        '"train", "audit", "attack", "quality"', '"train", "audit"'
+    )
+    text = text.split("[attack]")[0] + (
+        '\n[[mitigations]]\nlabel = "none"\n\n[[mitigations]]\nlabel = "first30"\nstep = "keep_first"\nn = 30\n'
+        '\n[[mitigations]]\nlabel = "copy"\nstep = "no_train"\n'
+    )
+    path = write_study(text)
+    study = load_study(path)
+    assert [[s.name for s in c.steps] for c in study.cells] == [
+        ["train", "audit"],
+        ["keep_first", "train", "audit"],
+        ["no_train", "audit"],
+    ]
+    assert [c.name for c in study.cells] == ["toy/ddpm/none/seed=0", "toy/ddpm/first30/seed=0", "toy/ddpm/copy/seed=0"]
+    out = tmp_path / "out"
+    outcome, _ = run(path, out, jobs=1)
+    assert outcome.done == 3
+    none, first, copy = study.cells
+    train_summary = json.loads((out / "cells" / first.id / "train" / "summary.json").read_text())
+    assert train_summary["n_train"] == 30
+    # memorization is measured against everyone who contributed data: the original 80 rows
+    audit = json.loads((out / "cells" / first.id / "audit" / "fang2024" / "summary.json").read_text())
+    assert audit["n_train"] == 80
+    # the real rows audited as 'synthetic' are all exact copies (d1 = 0 < d2): rate 1 (up to duplicates)
+    df = load_results(out)
+    rate = df[(df.cell == copy.id) & (df.metric == "memorization_rate") & (df.component == "fang2024")].value.item()
+    assert rate > 0.95
+    assert set(df[df.cell == first.id].step) == {"keep_first", "train", "audit"}
+    assert set(df.mitigation) == {"none", "first30", "copy"}
+    with pytest.raises(Exception, match=r"\[\[mitigations\]\] #2: unknown key 'm'"):
+        load_study(write_study(text.replace("n = 30", "m = 30"), "bad.toml"))
+
+
+DEFENCES = """
+[study]
+name = "defences"
+steps = ["train", "sample", "attack"]
+threads = 1
+
+[[datasets]]
+path = "data/train.csv"
+test = "data/test.csv"
+categorical = ["c", "y"]
+
+[[generators]]
+name = "llm"
+preset = "tiny"
+epochs = 1
+params = { n_layer = 1, n_embd = 16, n_head = 2, device = "cpu" }
+
+[[sampling]]
+label = "none"
+
+[[sampling]]
+label = "tlp-3"
+options = { tendency = 3.0 }
+
+[[sampling]]
+label = "dm"
+defenses = [{ name = "digit_modifier", p_min = 1.0, p_max = 1.0 }]
+
+[train]
+holdout = false
+
+[attack]
+attacks = ["levatt"]
+n_bootstrap = 10
+"""
+
+
+def test_sampling_variants_share_one_model_and_apply_options_and_defences(write_study, tmp_path):
+    path = write_study(DEFENCES)
+    study = load_study(path)
+    out = tmp_path / "out"
+    outcome, _ = run(path, out, jobs=1)
+    assert outcome.done == 3
+    none, tlp, dm = study.cells
+    assert len({c.steps[0].key for c in study.cells}) == 1 and len(list((out / "steps" / "train").iterdir())) == 1
+    summaries = {
+        c.labels["sampling"]: json.loads((out / "cells" / c.id / "sample" / "summary.json").read_text())
+        for c in study.cells
+    }
+    assert summaries["tlp-3"]["options"] == {"tendency": 3.0} and summaries["none"]["options"] == {}
+    assert summaries["dm"]["defenses"] == [
+        {"name": "digit_modifier", "stage": "postprocess", "params": {"p_min": 1.0, "p_max": 1.0}}
+    ]
+    plain = pd.read_csv(out / "cells" / none.id / "sample" / "synthetic.csv")
+    modified = pd.read_csv(out / "cells" / dm.id / "sample" / "synthetic.csv")
+    # none and dm draw the same rows (same draw index); p = 1 flips every digit of every numerical cell
+    assert len(plain) == len(modified) == 80
+    assert (plain["b"] != modified["b"]).all() and (plain["c"] == modified["c"]).all()
+    df = load_results(out)
+    assert set(df[df.step == "sample"].metric) == {"n_rows", "invalid_rows"}
+    assert set(df.sampling) == {"none", "tlp-3", "dm"}
+    assert df[(df.metric == "auc")].shape[0] == 3

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from study_fixtures import BASE
 
@@ -91,14 +87,15 @@ def test_cell_ids_do_not_depend_on_key_order_labels_or_comments(write_study):
     assert [c.name for c in b.cells] == ["toy/renamed/seed=0"]
 
 
-def test_cell_ids_are_stable_across_processes(write_study):
-    path = write_study(BASE)
-    code = f"from tabmem.experiments.study import load_study; print(load_study({str(path)!r}).cells[0].id)"
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": src}, check=True
-    )
-    assert out.stdout.strip() == load_study(path).cells[0].id
+def test_hashes_are_canonical_json_sha256_independent_of_insertion_order():
+    import hashlib
+
+    from tabmem.experiments.study import short_hash
+
+    a = {"b": [1, 2.5, None], "a": {"y": "x", "x": (1, 2)}}
+    b = {"a": {"x": [1, 2], "y": "x"}, "b": [1, 2.5, None]}
+    canonical = '{"a":{"x":[1,2],"y":"x"},"b":[1,2.5,null]}'
+    assert short_hash(a) == short_hash(b) == hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
 def keys(study) -> dict[str, str]:
@@ -257,16 +254,15 @@ def test_bad_study_files_raise_one_line_naming_the_file_and_key(write_study, edi
     assert "\n" not in text
 
 
-def test_cli_reports_a_bad_study_in_one_line_and_exits_2(write_study, tmp_path):
+def test_cli_reports_a_bad_study_in_one_line_and_exits_2(write_study, tmp_path, capsys):
+    from tabmem.cli import main
+
     path = write_study(BASE.replace("n_bootstrap = 50", "n_bootstrap = -3"), "bad.toml")
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    proc = subprocess.run(
-        [sys.executable, "-m", "tabmem", "run", str(path), "--out", str(tmp_path / "o"), "--dry-run"],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"},
-    )
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert lines == ["Error: bad.toml: [audit] n_bootstrap must be an integer in [0, inf], got -3"]
-    assert "Traceback" not in proc.stderr + proc.stdout
+    with pytest.raises(SystemExit) as info:
+        main(["run", str(path), "--out", str(tmp_path / "o"), "--dry-run"])
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [
+        "Error: bad.toml: [audit] n_bootstrap must be an integer in [0, inf], got -3"
+    ]
+    assert "Traceback" not in captured.err + captured.out

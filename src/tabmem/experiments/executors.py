@@ -66,11 +66,15 @@ def _died(payload: dict[str, Any], why: str) -> list[dict[str, Any]]:
                 status = read_json(path)
             except TabmemError:
                 status = {}
-        if status.get("state") == "done":
+        this_run = status.get("run") == payload.get("run")
+        if this_run and status.get("state") == "done":
             outcomes.append({"id": d["id"], "state": "done", "error": None, "seconds": status.get("seconds")})
             continue
-        running = [k for k, v in status.get("steps", {}).items() if v.get("state") == "running"]
-        line = f"{running[0]}: {why}" if running else why
+        if this_run and status.get("state") == "running":
+            running = [k for k, v in status.get("steps", {}).items() if v.get("state") == "running"]
+            line = f"{running[0]}: {why}" if running else why
+        else:
+            line = f"not run: the worker of its task stopped ({why})"
         status.update(id=d["id"], name=d["name"], state="failed", error=line)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, status)
@@ -179,7 +183,10 @@ def unpack(archive: bytes, out: Path) -> None:
             if Path(m.name).is_absolute() or ".." in parts or not parts or parts[0] not in ("cells", "steps"):
                 raise TabmemError(f"refusing to unpack {m.name!r} from a task archive")
             members.append(m)
-        tar.extractall(out, members=members, filter="tar")
+        if hasattr(tarfile, "tar_filter"):  # Python >= 3.10.12 / 3.11.4: refuse links and paths outside out
+            tar.extractall(out, members=members, filter="tar")
+        else:  # pragma: no cover - older patch releases; members were checked above
+            tar.extractall(out, members=members)
 
 
 def _task_paths(payload: dict[str, Any]) -> list[str]:

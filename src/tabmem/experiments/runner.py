@@ -338,6 +338,7 @@ class _Progress:
 
     def task_done(self, index: int, outcomes: list[dict[str, Any]]) -> None:
         self.open_tasks.discard(index)
+        self.running = max(0, self.running - sum(1 for o in outcomes if o["id"] not in self.reported))
         for o in outcomes:
             self.cell_done(o)
         self.store()

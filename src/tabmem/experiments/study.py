@@ -311,8 +311,9 @@ def load_study(path: str | Path) -> Study:
         raise ParameterError(f"{p.name}: not a UTF-8 text file") from None
     try:
         return _parse(doc, p)
-    except ParameterError as exc:
-        raise ParameterError(f"{p.name}: {exc}") from None
+    except TabmemError as exc:  # one line, prefixed with the file (a SchemaError lists its problems on lines)
+        text = "; ".join(part.strip(" -") for part in str(exc).splitlines() if part.strip())
+        raise ParameterError(f"{p.name}: {text}") from None
 
 
 def _entries(doc: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
