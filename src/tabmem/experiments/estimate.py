@@ -1,23 +1,25 @@
 """The cost model behind ``tabmem run --dry-run``: expected seconds of each step on one thread.
 
-Every estimate is *work x a per-unit cost* measured on the development machine (a shared 2-core
-x86 CPU, one torch thread; ``benchmarks/bench_study_costs.py`` re-measures the constants):
+Every estimate is *work x a per-unit cost* measured on the development machine (a 2-core x86 CPU,
+one torch/BLAS thread, in CPU seconds so that other users' load does not bias them;
+``benchmarks/bench_study_costs.py`` re-measures the constants):
 
 * ``train``: ``epochs x n_train x (n_columns / 15)`` row-epochs at the generator's cost per
   row-epoch (per preset; an unknown preset uses its generator's most expensive known one), plus
   the final |train|-row sample and the run's own audit.
-* ``sample``: ``n x n_columns`` cells at the generator's sampling cost.
-* ``audit``: per distance, ``(n_synthetic + n_holdout) x n_train x n_columns`` pair-columns of the
-  exact neighbour search.
-* ``attack``: per attack, ``targets x n_synthetic x n_columns`` pair-columns (edit distances for
-  LevAtt, vector distances for DCR/MC; density and DOMIAS scale with the same product).
+* ``sample``: ``n x n_columns`` cells at the generator's sampling cost (per preset).
+* ``audit``: per distance, the exact neighbour search of the synthetic and holdout rows: a fixed
+  cost per query row plus ``n_train x n_columns`` per query row (BLAS-bound at scale).
+* ``attack``: per attack, ``targets x n_synthetic x n_columns`` edit-distance cells for LevAtt; a
+  neighbour search of the targets for DCR, MC and density (DOMIAS: two).
 * ``quality``: per metric, ``n_train x n_columns`` at its cost (MLE's XGBoost grid dominates).
 
 A study's wall time is the sum of its distinct steps (a step shared by several cells counts
-once) divided by the number of parallel jobs; ``--dry-run`` prints both. The constants are
-within a factor of about two on this machine (docs/studies.md compares them with measured
-runs); on a GPU, training is typically 10-50x faster. Generators with no measured constant
-(plugins) get a conservative default and are marked as such.
+once), scheduled longest-first on the parallel jobs; ``--dry-run`` prints both. On a machine
+that others also use, wall time is longer than CPU time (docs/studies.md compares estimates with
+measured runs). There are no GPU constants (none was available to measure). Generators without
+a measured constant (plugins, unmeasured presets) get their generator's most expensive known
+cost, or a conservative default.
 """
 
 from __future__ import annotations
@@ -25,46 +27,70 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["TRAIN_COST", "attack_seconds", "audit_seconds", "quality_seconds", "sample_seconds", "train_seconds"]
+__all__ = [
+    "SAMPLE_COST",
+    "TRAIN_COST",
+    "attack_seconds",
+    "audit_seconds",
+    "quality_seconds",
+    "sample_seconds",
+    "search_seconds",
+    "train_seconds",
+]
 
-#: seconds per row-epoch at 15 columns, one thread: (model, preset) -> cost
+#: CPU seconds per row-epoch at 15 columns, one thread: (model, preset) -> cost (bench_study_costs.py)
 TRAIN_COST: dict[tuple[str, str | None], float] = {
-    ("tabddpm", "small"): 4.0e-4,
-    ("tabddpm", "paper"): 2.0e-2,
-    ("tabddpm", None): 5.0e-4,
-    ("tvae", "small"): 7.5e-4,
-    ("tvae", "paper"): 1.5e-3,
-    ("tvae", None): 1.5e-3,
-    ("ctgan", "small"): 8.5e-4,
-    ("ctgan", "paper"): 2.0e-3,
-    ("ctgan", None): 2.0e-3,
-    ("llm", "tiny"): 4.0e-3,
-    ("llm", "small"): 8.0e-3,
-    ("llm", "cpu"): 1.5e-2,
-    ("llm", "realtabformer"): 2.5e-1,
-    ("llm", None): 1.5e-2,
+    ("tabddpm", "small"): 1.0e-4,
+    ("tabddpm", "paper"): 8.6e-4,
+    ("tabddpm", None): 1.0e-4,
+    ("tvae", "small"): 1.1e-4,
+    ("tvae", "paper"): 2.0e-4,
+    ("tvae", None): 2.0e-4,
+    ("ctgan", "small"): 1.6e-4,
+    ("ctgan", "paper"): 2.9e-4,
+    ("ctgan", None): 2.9e-4,
+    ("llm", "tiny"): 2.0e-3,  # interpolated from small (not measured)
+    ("llm", "small"): 4.2e-3,
+    ("llm", "cpu"): 8.0e-3,  # interpolated from small and realtabformer (not measured)
+    ("llm", "realtabformer"): 1.4e-1,
+    ("llm", None): 8.0e-3,
 }
-_DEFAULT_TRAIN_COST = 2.0e-2
-#: seconds per sampled cell (row x column), one thread
-SAMPLE_COST: dict[str, float] = {"tabddpm": 2.0e-6, "tvae": 1.0e-6, "ctgan": 1.0e-6, "llm": 3.0e-4}
-#: seconds per (query row x reference row x column) of the exact neighbour search
-PAIR_COST = 1.5e-9
+_DEFAULT_TRAIN_COST = 1.0e-2
+#: CPU seconds per sampled cell (row x column), one thread: (model, preset) -> cost
+SAMPLE_COST: dict[tuple[str, str | None], float] = {
+    ("tabddpm", "small"): 4.0e-5,
+    ("tabddpm", "paper"): 9.6e-3,  # 1,000 timesteps through a 1024-2048-2048-1024 MLP
+    ("tabddpm", None): 4.0e-5,
+    ("tvae", "small"): 1.0e-6,
+    ("tvae", "paper"): 1.2e-6,
+    ("ctgan", "small"): 2.0e-6,
+    ("ctgan", "paper"): 2.0e-6,
+    ("llm", "tiny"): 1.0e-4,
+    ("llm", "small"): 1.6e-4,
+    ("llm", "cpu"): 5.0e-4,
+    ("llm", "realtabformer"): 4.0e-3,
+}
+_DEFAULT_SAMPLE_COST = 1.0e-4
+#: exact neighbour search: seconds per query row (fixed) and per (query row x reference row x column);
+#: fitted to 2,000 x 1,000 rows here (3.7e-9 per pair-column) and 32k x 32k rows (BLAS-bound)
+ROW_COST = 5.0e-5
+PAIR_COST = 3.0e-10
 #: LevAtt: seconds per (target x synthetic row x column) of bit-parallel edit distance
-LEVATT_COST = 6.0e-9
-#: attacks other than LevAtt, relative to the neighbour search
-ATTACK_FACTOR = {"dcr": 1.0, "mc": 1.0, "density": 2.0, "domias": 4.0}
-#: quality metrics: seconds per (training row x column)
+LEVATT_COST = 1.1e-8
+#: quality metrics: seconds per (training row x column); MLE with the tabsyn grid (36 configurations)
 QUALITY_COST = {
-    "shape": 2e-7,
-    "trend": 2e-6,
-    "mle": 4e-4,
-    "mmd": 1e-5,
-    "wasserstein": 1e-6,
-    "alpha_precision": 5e-6,
+    "shape": 2.3e-6,
+    "trend": 2.7e-6,
+    "mle": 2.3e-4,
+    "mmd": 6.1e-6,
+    "wasserstein": 4.4e-6,
+    "alpha_precision": 7.3e-6,
     "beta_recall": 0.0,
-    "c2st": 2e-5,
-    "dcr_share": 5e-6,
+    "c2st": 1.1e-5,
+    "dcr_share": 7.3e-6,
 }
+#: MLE with the "tiny" grid (2 configurations) relative to the tabsyn grid
+MLE_TINY_FACTOR = 3 / 37
 
 
 def _n(cell: Any) -> tuple[float, float]:
@@ -72,44 +98,56 @@ def _n(cell: Any) -> tuple[float, float]:
     return n, float(max(cell.dataset.n_columns, 1))
 
 
-def _train_cost(model: str, preset: str | None) -> float:
-    if (model, preset) in TRAIN_COST:
-        return TRAIN_COST[(model, preset)]
-    known = [v for (m, _), v in TRAIN_COST.items() if m == model]
-    return max(known) if known else _DEFAULT_TRAIN_COST
+def _lookup(table: dict[tuple[str, str | None], float], model: str, preset: str | None, default: float) -> float:
+    if (model, preset) in table:
+        return table[(model, preset)]
+    known = [v for (m, _), v in table.items() if m == model]
+    return max(known) if known else default
 
 
 def train_seconds(config: Mapping[str, Any], cell: Any) -> float:
     """``train``: row-epochs x cost, plus the final sample and the run's own audit (module docstring)."""
     n, d = _n(cell)
+    model, preset = config["model"], config["preset"]
     epochs = float(config["resolved"].get("epochs") or 1)
-    fit = epochs * n * (d / 15.0) * _train_cost(config["model"], config["preset"])
+    fit = epochs * n * (d / 15.0) * _lookup(TRAIN_COST, model, preset, _DEFAULT_TRAIN_COST)
     n_test = n if config.get("holdout") else 0.0
-    return fit + sample_seconds(config["model"], n, d) + (n + n_test) * n * d * PAIR_COST
+    return fit + sample_seconds(model, preset, n, d) + search_seconds(n + n_test, n, d)
 
 
-def sample_seconds(model: str, n: float, d: float) -> float:
+def sample_seconds(model: str, preset: str | None, n: float, d: float) -> float:
     """Sampling ``n`` rows of ``d`` columns."""
-    return n * d * SAMPLE_COST.get(model, 1e-5)
+    return n * d * _lookup(SAMPLE_COST, model, preset, _DEFAULT_SAMPLE_COST)
+
+
+def search_seconds(n_queries: float, n_reference: float, d: float) -> float:
+    """The exact nearest-neighbour search of ``n_queries`` rows among ``n_reference`` rows."""
+    return n_queries * (ROW_COST + n_reference * d * PAIR_COST)
 
 
 def audit_seconds(n_distances: int, n_synthetic: float, n_holdout: float, cell: Any) -> float:
     """Exact neighbour searches of the synthetic and holdout rows, once per distance."""
     n, d = _n(cell)
-    return n_distances * (n_synthetic + n_holdout) * n * d * PAIR_COST
+    return n_distances * search_seconds(n_synthetic + n_holdout, n, d)
 
 
 def attack_seconds(attacks: list[str], n_targets: float, n_synthetic: float, cell: Any) -> float:
-    """Every attack scores every target against the synthetic table."""
+    """Every attack scores every target against the synthetic table (DOMIAS fits two densities)."""
     _, d = _n(cell)
     total = 0.0
     for name in attacks:
-        unit = LEVATT_COST if name == "levatt" else PAIR_COST * ATTACK_FACTOR.get(name, 2.0)
-        total += n_targets * n_synthetic * d * unit
+        if name == "levatt":
+            total += n_targets * n_synthetic * d * LEVATT_COST
+        else:
+            total += (2.0 if name == "domias" else 1.0) * search_seconds(n_targets, n_synthetic, d)
     return total
 
 
-def quality_seconds(metrics: list[str], cell: Any) -> float:
+def quality_seconds(metrics: list[str], cell: Any, mle_grid: str = "tabsyn") -> float:
     """Each metric in proportion to the size of the real table."""
     n, d = _n(cell)
-    return sum(QUALITY_COST.get(m, 1e-5) for m in metrics) * n * d
+    total = 0.0
+    for m in metrics:
+        cost = QUALITY_COST.get(m, 1e-5)
+        total += cost * (MLE_TINY_FACTOR if m == "mle" and mle_grid == "tiny" else 1.0)
+    return total * n * d

@@ -85,4 +85,4 @@ class QualityStep(Step):
 
     @classmethod
     def estimate(cls, config: Mapping[str, Any], cell: CellInfo) -> float:
-        return quality_seconds(list(config["metrics"]), cell)
+        return quality_seconds(list(config["metrics"]), cell, config["mle_grid"])

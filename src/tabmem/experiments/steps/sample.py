@@ -124,4 +124,4 @@ class SampleStep(Step):
     @classmethod
     def estimate(cls, config: Mapping[str, Any], cell: CellInfo) -> float:
         n = float(config["n"] or cell.dataset.n_rows or 10_000)
-        return sample_seconds(cell.generator["name"], n, float(cell.dataset.n_columns))
+        return sample_seconds(cell.generator["name"], cell.generator["preset"], n, float(cell.dataset.n_columns))
