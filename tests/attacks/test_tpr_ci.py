@@ -49,3 +49,18 @@ def test_separable_scores_and_disabled_bootstrap():
     assert all(np.isnan(v) for v in bootstrap_tpr_ci(scores, y, fprs=(0.1,), n_bootstrap=0)[0.1])
     with pytest.raises(TabmemError, match="fprs"):
         bootstrap_tpr_ci(scores, y, fprs=(1.5,))
+
+
+@pytest.mark.parametrize("n", [2, 37, 400])
+def test_roc_points_equal_scikit_learn(n):
+    from sklearn.metrics import roc_curve
+
+    from tabmem.attacks.evaluation import _roc_points
+
+    rng = np.random.default_rng(n)
+    scores = np.round(rng.normal(size=n), 1)
+    y = np.arange(n) % 3 == 0
+    fpr, tpr, _ = roc_curve(y, scores, drop_intermediate=False)
+    ours = _roc_points(scores, y)
+    np.testing.assert_array_equal(ours[0], fpr)
+    np.testing.assert_array_equal(ours[1], tpr)

@@ -98,3 +98,11 @@ def test_local_and_ray_executors_give_identical_results_and_files(write_study, t
     # the gathered run really ran elsewhere and was unpacked: links and outputs are in place
     cell = json.loads(next((tmp_path / "ray-gather" / "cells").glob("*/config.json")).read_text())
     assert (tmp_path / "ray-gather" / "cells" / cell["id"] / "audit" / "fang2024" / "summary.json").is_file()
+
+
+def test_ray_refuses_tasks_no_node_can_hold(write_study, tmp_path, ray_instance):
+    from tabmem.errors import TabmemError
+
+    path = write_study(BASE.replace("threads = 1", "threads = 4"))
+    with pytest.raises(TabmemError, match=r"no Ray node has the 4 CPU\(s\) and 0 GPU\(s\) a task asks for"):
+        run_study(path, tmp_path / "out", executor="ray", echo=lambda line: None)

@@ -196,16 +196,31 @@ def bootstrap_tpr_ci(
     rng = np.random.default_rng(random_state)
     pos, neg = s[y], s[~y]
     lab = np.concatenate([np.ones(pos.size, bool), np.zeros(neg.size, bool)])
+    targets = np.asarray(fprs, dtype=float)
     tprs = np.empty((n_bootstrap, len(fprs)))
     for b in range(n_bootstrap):
         sample = np.concatenate(
             [pos[rng.integers(pos.size, size=pos.size)], neg[rng.integers(neg.size, size=neg.size)]]
         )
-        fpr, tpr, _ = roc_curve(lab, sample, drop_intermediate=False)
-        tprs[b] = np.interp(np.asarray(fprs, dtype=float), fpr, tpr)
+        fpr, tpr = _roc_points(sample, lab)
+        tprs[b] = np.interp(targets, fpr, tpr)
     alpha = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(tprs, [alpha, 1.0 - alpha], axis=0)
     return {float(f): (float(lo[i]), float(hi[i])) for i, f in enumerate(fprs)}
+
+
+def _roc_points(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(fpr, tpr)`` of ``roc_curve(y, s, drop_intermediate=False)``, without its per-call validation.
+
+    One point per distinct score (thresholds in decreasing order, a tie block taken whole) after
+    the origin; tested against a brute-force threshold scan.
+    """
+    order = np.argsort(-s, kind="mergesort")
+    s_sorted, y_sorted = s[order], y[order]
+    ends = np.r_[np.flatnonzero(np.diff(s_sorted)), s.size - 1]
+    tps = np.cumsum(y_sorted)[ends]
+    fps = ends + 1 - tps
+    return np.r_[0.0, fps / fps[-1]], np.r_[0.0, tps / tps[-1]]
 
 
 def top_k_worst_case(

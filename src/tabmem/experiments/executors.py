@@ -32,6 +32,7 @@ from multiprocessing.connection import wait as wait_connections
 from pathlib import Path
 from typing import Any, Protocol
 
+from tabmem._checks import available_cpus
 from tabmem._registry import Registry
 from tabmem.errors import ParameterError, TabmemError
 from tabmem.experiments.cells import run_task
@@ -226,25 +227,34 @@ class RayExecutor:
         if storage not in ("shared", "gather"):
             raise ParameterError(f"--storage must be shared or gather, got {storage!r}")
         self.jobs, self.address, self.storage, self.threads, self.gpus = jobs, address, storage, threads, gpus
+        self._started = False  # whether this executor started (and so shuts down) the Ray instance
 
     def _init(self) -> Any:
         try:
             import ray
         except ModuleNotFoundError:
             raise TabmemError("--executor ray needs Ray: pip install 'tabmem[ray]'") from None
-        if ray.is_initialized():
-            return ray
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
-        if self.address:
-            kwargs["address"] = self.address
-        else:
-            kwargs["num_cpus"] = max(self.threads, (self.jobs or 1) * self.threads)
-            kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": _pythonpath()}}
-        try:
-            ray.init(**kwargs)
-        except ConnectionError as exc:
-            raise TabmemError(f"--address {self.address}: cannot join the Ray cluster ({exc})") from None
-        self._started = not self.address
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+            if self.address:
+                kwargs["address"] = self.address
+            else:  # a local instance with this machine's CPUs: Ray never runs more tasks than fit
+                kwargs["num_cpus"] = available_cpus()
+                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": _pythonpath()}}
+            try:
+                ray.init(**kwargs)
+            except ConnectionError as exc:
+                raise TabmemError(f"--address {self.address}: cannot join the Ray cluster ({exc})") from None
+            self._started = not self.address
+        nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+        if not any(r.get("CPU", 0) >= self.threads and r.get("GPU", 0) >= self.gpus for r in nodes):
+            largest = max(((r.get("CPU", 0), r.get("GPU", 0)) for r in nodes), default=(0, 0))
+            if self._started:
+                ray.shutdown()
+            raise TabmemError(
+                f"no Ray node has the {self.threads} CPU(s) and {self.gpus:g} GPU(s) a task asks for "
+                f"([study] threads and gpus; the largest node has {largest[0]:g} CPU(s), {largest[1]:g} GPU(s))"
+            )
         return ray
 
     def run(self, payloads: Sequence[dict[str, Any]], monitor: Monitor) -> None:
@@ -278,7 +288,7 @@ class RayExecutor:
                     monitor.task_done(i, outcomes)
                 monitor.tick()
         finally:
-            if getattr(self, "_started", False):
+            if self._started:
                 ray.shutdown()
 
 
