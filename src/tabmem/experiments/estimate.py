@@ -4,15 +4,18 @@ Every estimate is *work x a per-unit cost* measured on the development machine (
 one torch/BLAS thread, in CPU seconds so that other users' load does not bias them;
 ``benchmarks/bench_study_costs.py`` re-measures the constants):
 
-* ``train``: ``epochs x n_train x (n_columns / 15)`` row-epochs at the generator's cost per
-  row-epoch (per preset; an unknown preset uses its generator's most expensive known one), plus
-  the final |train|-row sample and the run's own audit.
+* ``train``: a fixed cost per cell, and per epoch a fixed cost (batching, samplers: it dominates
+  on small tables) plus ``n_train x (n_columns / 15)`` rows at the generator's cost per row-epoch
+  (per preset; an unknown preset uses its generator's most expensive known one); plus the final
+  |train|-row sample and the run's own audit.
 * ``sample``: ``n x n_columns`` cells at the generator's sampling cost (per preset).
 * ``audit``: per distance, the exact neighbour search of the synthetic and holdout rows: a fixed
   cost per query row plus ``n_train x n_columns`` per query row (BLAS-bound at scale).
 * ``attack``: per attack, ``targets x n_synthetic x n_columns`` edit-distance cells for LevAtt; a
-  neighbour search of the targets for DCR, MC and density (DOMIAS: two).
-* ``quality``: per metric, ``n_train x n_columns`` at its cost (MLE's XGBoost grid dominates).
+  neighbour search of the targets for DCR, MC and density (DOMIAS: two); the bootstrap intervals
+  (``n_bootstrap x targets`` per attack).
+* ``quality``: per metric, a fixed part plus ``n_train x n_columns`` at its cost (MLE's XGBoost
+  grid dominates).
 
 A study's wall time is the sum of its distinct steps (a step shared by several cells counts
 once), scheduled longest-first on the parallel jobs; ``--dry-run`` prints both. On a machine
@@ -56,6 +59,11 @@ TRAIN_COST: dict[tuple[str, str | None], float] = {
     ("llm", None): 8.0e-3,
 }
 _DEFAULT_TRAIN_COST = 1.0e-2
+#: CPU seconds per epoch whatever the size (batching, samplers, callbacks): dominates on small tables;
+#: approximated from the quick studies' timings (diabetes, 353 rows)
+EPOCH_COST: dict[str, float] = {"tabddpm": 0.01, "tvae": 0.02, "ctgan": 0.08, "llm": 0.05}
+#: fixed CPU seconds of every cell (reading the data, validating it, writing the outputs)
+CELL_COST = 2.0
 #: CPU seconds per sampled cell (row x column), one thread: (model, preset) -> cost
 SAMPLE_COST: dict[tuple[str, str | None], float] = {
     ("tabddpm", "small"): 4.0e-5,
@@ -75,6 +83,8 @@ _DEFAULT_SAMPLE_COST = 1.0e-4
 #: fitted to 2,000 x 1,000 rows here (3.7e-9 per pair-column) and 32k x 32k rows (BLAS-bound)
 ROW_COST = 5.0e-5
 PAIR_COST = 3.0e-10
+#: one bootstrap resample of the AUC and TPR intervals, per target
+BOOTSTRAP_COST = 2.0e-7
 #: LevAtt: seconds per (target x synthetic row x column) of bit-parallel edit distance
 LEVATT_COST = 1.1e-8
 #: quality metrics: seconds per (training row x column); MLE with the tabsyn grid (36 configurations)
@@ -110,7 +120,8 @@ def train_seconds(config: Mapping[str, Any], cell: Any) -> float:
     n, d = _n(cell)
     model, preset = config["model"], config["preset"]
     epochs = float(config["resolved"].get("epochs") or 1)
-    fit = epochs * n * (d / 15.0) * _lookup(TRAIN_COST, model, preset, _DEFAULT_TRAIN_COST)
+    per_epoch = EPOCH_COST.get(model, 0.05) + n * (d / 15.0) * _lookup(TRAIN_COST, model, preset, _DEFAULT_TRAIN_COST)
+    fit = CELL_COST + epochs * per_epoch
     n_test = n if config.get("holdout") else 0.0
     return fit + sample_seconds(model, preset, n, d) + search_seconds(n + n_test, n, d)
 
@@ -131,10 +142,11 @@ def audit_seconds(n_distances: int, n_synthetic: float, n_holdout: float, cell: 
     return n_distances * search_seconds(n_synthetic + n_holdout, n, d)
 
 
-def attack_seconds(attacks: list[str], n_targets: float, n_synthetic: float, cell: Any) -> float:
-    """Every attack scores every target against the synthetic table (DOMIAS fits two densities)."""
+def attack_seconds(attacks: list[str], n_targets: float, n_synthetic: float, cell: Any, n_bootstrap: int = 0) -> float:
+    """Every attack scores every target against the synthetic table (DOMIAS fits two densities);
+    the AUC and TPR bootstraps rank the targets ``n_bootstrap`` times per attack."""
     _, d = _n(cell)
-    total = 0.0
+    total = len(attacks) * n_bootstrap * n_targets * BOOTSTRAP_COST
     for name in attacks:
         if name == "levatt":
             total += n_targets * n_synthetic * d * LEVATT_COST
@@ -148,6 +160,7 @@ def quality_seconds(metrics: list[str], cell: Any, mle_grid: str = "tabsyn") -> 
     n, d = _n(cell)
     total = 0.0
     for m in metrics:
+        total += 0.2 / (n * d)  # a fixed part per metric (model fits, breakdown tables)
         cost = QUALITY_COST.get(m, 1e-5)
         total += cost * (MLE_TINY_FACTOR if m == "mle" and mle_grid == "tiny" else 1.0)
     return total * n * d

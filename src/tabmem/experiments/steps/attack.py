@@ -142,7 +142,7 @@ class AttackStep(Step):
         n = float(cell.dataset.n_rows or 10_000)
         members = min(n, float(config["n_members"] or n))
         non_members = float(config["n_non_members"] or n / 4)
-        return attack_seconds(list(config["attacks"]), members + non_members, n, cell)
+        return attack_seconds(list(config["attacks"]), members + non_members, n, cell, config["n_bootstrap"])
 
 
 def _cap(frame, cap: int | None, seed: int):
