@@ -75,7 +75,7 @@ def test_a_cell_holds_the_command_layouts_and_the_results_match_them(write_study
     for d in ("fang2024", "gower"):
         for f in ("summary.json", "replicas.csv", "records.csv"):
             assert (cdir / "audit" / d / f).is_file()
-    for f in ("summary.json", "scores.csv", "risk.csv"):
+    for f in ("summary.json", "scores.csv", "risk.csv", "roc.csv"):
         assert (cdir / "attack" / f).is_file()
     assert (cdir / "quality" / "summary.json").is_file()
     assert status(out, cell.id)["state"] == "done"

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "quality": "tabmem.cli.quality:quality",
     "generate-icl": "tabmem.cli.generate_icl:generate_icl",
     "run": "tabmem.cli.run:run",
+    "report": "tabmem.cli.report:report",
 }
 
 

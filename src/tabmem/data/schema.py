@@ -29,7 +29,7 @@ from typing import Any, Iterable, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from tabmem.errors import SchemaError
+from tabmem.errors import ParameterError, SchemaError
 
 ColumnKind = Literal["numerical", "categorical"]
 Task = Literal["binclass", "multiclass", "regression"]
@@ -103,17 +103,17 @@ class Schema:
         seen = set()
         dupes = [c for c in self.columns if c in seen or seen.add(c)]  # type: ignore[func-returns-value]
         if dupes:
-            raise ValueError(f"Schema: duplicated column names {dupes}")
+            raise ParameterError(f"Schema: duplicated column names {dupes}")
         both = set(self.numerical) & set(self.categorical)
         if both:
-            raise ValueError(f"Schema: columns declared both numerical and categorical: {sorted(both)}")
+            raise ParameterError(f"Schema: columns declared both numerical and categorical: {sorted(both)}")
         kinds = set(self.numerical) | set(self.categorical)
         if kinds != set(self.columns):
             missing = [c for c in self.columns if c not in kinds]
             extra = sorted(kinds - set(self.columns))
-            raise ValueError(f"Schema: columns without a kind {missing}; kinds for unknown columns {extra}")
+            raise ParameterError(f"Schema: columns without a kind {missing}; kinds for unknown columns {extra}")
         if self.target is not None and self.target not in self.columns:
-            raise ValueError(f"Schema: target {self.target!r} is not one of the columns")
+            raise ParameterError(f"Schema: target {self.target!r} is not one of the columns")
 
     # ----------------------------------------------------------------- queries
     def kind(self, column: str) -> ColumnKind:
@@ -332,10 +332,10 @@ def concat_validated(parts: Sequence[ValidatedTable], *, name: str) -> Validated
     validated again.
     """
     if not parts:
-        raise ValueError("concat_validated needs at least one table")
+        raise ParameterError("concat_validated needs at least one table")
     schema = parts[0].schema
     if any(p.schema != schema for p in parts):
-        raise ValueError("concat_validated: the tables were validated against different schemas")
+        raise ParameterError("concat_validated: the tables were validated against different schemas")
     data = pd.concat([p.data for p in parts], ignore_index=True)
     nan: NanPolicy = "match" if any(p.nan == "match" for p in parts) else parts[0].nan
     unseen: UnseenPolicy = "mismatch" if any(p.unseen == "mismatch" for p in parts) else parts[0].unseen

@@ -7,36 +7,31 @@
   (``executors.py``: local processes or Ray) through registered pipeline steps (``steps/``: the
   step interface is in ``steps/base.py``), and :func:`load_results` reads the tidy result table
   (``store.py`` documents its schema).
+* :func:`write_report` (``report/``): one self-contained HTML report from a study, a train run or
+  audit/attack/quality outputs (what ``tabmem report`` runs).
+
+Names are imported on first use, so that reading results (the report) does not import torch.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from tabmem.experiments.training import demo_train, train_to_dir
+_EXPORTS = {
+    "train_to_dir": "tabmem.experiments.training",
+    "demo_train": "tabmem.experiments.training",
+    "write_report": "tabmem.experiments.report",
+    "load_results": "tabmem.experiments.store",
+    "load_published": "tabmem.experiments.store",
+    "load_study": "tabmem.experiments.study",
+    "run_study": "tabmem.experiments.runner",
+    "plan_study": "tabmem.experiments.runner",
+}
+__all__ = list(_EXPORTS)
 
-__all__ = [
-    "demo_train",
-    "load_published",
-    "load_results",
-    "load_study",
-    "plan_study",
-    "run_study",
-    "train_to_dir",
-]
 
-
-def __getattr__(name: str) -> Any:  # studies load lazily: `import tabmem.experiments` stays light
-    if name in ("load_results", "load_published"):
-        from tabmem.experiments import store
-
-        return getattr(store, name)
-    if name == "load_study":
-        from tabmem.experiments.study import load_study
-
-        return load_study
-    if name in ("run_study", "plan_study"):
-        from tabmem.experiments import runner
-
-        return getattr(runner, name)
-    raise AttributeError(name)
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'tabmem.experiments' has no attribute {name!r}")

@@ -4,7 +4,7 @@ Members are the original training rows (capped at ``n_members`` by a seeded subs
 are the test split (capped at ``n_non_members``). With ``reference = "test"`` the test split is
 cut in two seeded halves: non-members and DOMIAS's reference of real non-member rows (without a
 reference DOMIAS is skipped, as ``tabmem attack`` does). Writes the ``tabmem attack`` layout
-(summary.json, scores.csv, risk.csv) and, per attack, AUC and TPR at low FPR with bootstrap
+(summary.json, scores.csv, risk.csv, roc.csv) and, per attack, AUC and TPR at low FPR with bootstrap
 intervals.
 """
 
