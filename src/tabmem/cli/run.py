@@ -79,17 +79,21 @@ def run(
         for line in plan.describe():
             click.echo(line)
         return
-    outcome = run_study(
-        study,
-        out_dir,
-        executor=executor,
-        jobs=jobs,
-        address=address,
-        only=only,
-        storage=storage,
-        data_dir=data_dir,
-        echo=lambda line: click.echo(line),
-    )
+    try:
+        outcome = run_study(
+            study,
+            out_dir,
+            executor=executor,
+            jobs=jobs,
+            address=address,
+            only=only,
+            storage=storage,
+            data_dir=data_dir,
+            echo=lambda line: click.echo(line),
+        )
+    except KeyboardInterrupt:
+        click.echo("interrupted: finished cells are kept; run the same command again to resume the others", err=True)
+        sys.exit(130)
     if outcome.failed:
         click.echo(f"{len(outcome.failed)} cell(s) failed; run the same command again to retry them:", err=True)
         for name, cid, error in outcome.failed:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import multiprocessing as mp
 import os
+import signal
 import tarfile
 import tempfile
 from collections.abc import Sequence
@@ -84,7 +85,11 @@ def _died(payload: dict[str, Any], why: str) -> list[dict[str, Any]]:
 
 
 def _worker_main(conn: Any) -> None:
-    """A local worker: run task payloads received on ``conn`` until it receives ``None``."""
+    """A local worker: run task payloads received on ``conn`` until it receives ``None``.
+
+    Ctrl-C is left to the parent, which stops the workers (their cells stay resumable).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         msg = conn.recv()
         if msg is None:
@@ -159,9 +164,10 @@ class LocalExecutor:
                 except (OSError, BrokenPipeError):
                     pass
             for w in workers:
-                w["proc"].join(timeout=5)
+                w["proc"].join(timeout=5 if w["task"] is None else 0.1)
                 if w["proc"].is_alive():
                     w["proc"].terminate()
+                    w["proc"].join(timeout=5)
 
 
 def pack_task(out: Path, payload: dict[str, Any]) -> bytes:
