@@ -217,6 +217,55 @@ def overwritten_keeps_user_files(r: Result) -> None:
     assert not (r.out_dir / "tracking" / "epoch_00001.parquet").exists()
 
 
+STUDY = """
+[study]
+name = "corpus"
+steps = ["train", "audit"]
+seeds = [0]
+threads = 1
+
+[[datasets]]
+label = "corpus"
+path = "train.csv"
+test = "holdout.csv"
+target = "income"
+
+[[generators]]
+name = "tabddpm"
+preset = "small"
+epochs = 2
+label = "ddpm"
+params = { layers = [32, 32], dim_t = 16, num_timesteps = 20 }
+
+[train]
+holdout = false
+
+[audit]
+distances = ["fang2024"]
+n_bootstrap = 50
+"""
+
+
+def study(text: str = STUDY):
+    def setup(tmp, out) -> None:
+        (tmp / "study.toml").write_text(text)
+
+    return setup
+
+
+def study_audited(r: Result) -> None:
+    """The study's audit step writes the same figures as tabmem audit (exact copies, rare values, warnings)."""
+    import json
+
+    summaries = list(r.out_dir.rglob("audit/**/summary.json")) or list(r.out_dir.rglob("summary.json"))
+    audits = [json.loads(p.read_text()) for p in summaries]
+    audits = [a for a in audits if "memorization_rate" in a and "distance" in a]
+    assert audits, f"no audit summary under {r.out_dir}"
+    for a in audits:
+        for key in ("exact_copy_rate", "rare_value_leakage", "n_undefined_ratio", "warnings", "memorization_rate_ci"):
+            assert key in a, key
+
+
 def audit_output(tmp, out) -> None:
     """``rundir``: a real ``tabmem audit`` output on the corpus tables (for the report cases)."""
     from tabmem.cli import main
@@ -544,6 +593,20 @@ CASES: list[Case] = [
     Case("report_out_unwritable", "5 options", ("report",), "error", setup=audit_output,
          args=("--out", "/proc/tabmem-out/r.html"), match=r"--out.*/proc/tabmem-out"),
     Case("report_on_an_audit", "2 duplicates", ("report",), "ok", setup=audit_output, check=report_written),
+    # ---------------------------------------------------------------- the run command (issue 11)
+    Case("run_study_missing", "5 options", ("run",), "error", match=r"study\.toml"),
+    Case("run_study_not_toml", "6 advice", ("run",), "error", setup=study("[study\nname = 1"),
+         match=r"study\.toml.*TOML"),
+    Case("run_study_unknown_generator", "5 options", ("run",), "error",
+         setup=study(STUDY.replace('name = "tabddpm"', 'name = "gpt-17"')), match=r"study\.toml.*gpt-17"),
+    Case("run_study_bad_number", "5 options", ("run",), "error",
+         setup=study(STUDY.replace("n_bootstrap = 50", "n_bootstrap = -3")), match=r"study\.toml.*n_bootstrap"),
+    Case("run_study_data_file_missing", "5 options", ("run",), "error",
+         setup=study(STUDY.replace('path = "train.csv"', 'path = "nope.csv"')), match=r"nope\.csv"),
+    Case("run_out_unwritable", "5 options", ("run",), "error", setup=study(), args=("--out", "/proc/tabmem-out/x"),
+         match=r"/proc/tabmem-out"),
+    Case("run_jobs_zero", "5 options", ("run",), "error", setup=study(), args=("--jobs", "0"), match=r"--jobs"),
+    Case("run_tiny_study", "2 duplicates", ("run",), "ok", setup=study(), check=study_audited, time_limit=300),
     # ---------------------------------------------------------------- 9. privacy
     Case("icl_error_body_not_printed", "9 privacy", ("generate-icl",), "error", server="error400_echo",
          match=r"HTTP 400", forbid=BODY, note="the first 200 characters of the body (which echoes training rows) on stderr"),

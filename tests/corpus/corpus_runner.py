@@ -246,6 +246,8 @@ def base_argv(command: str, files: dict[str, Path], out: Path, model: Path | Non
         return ["sample", "--model", str(model), "--n", "20", "--threads", "1", "--out", str(out / "sample.csv")]
     if command == "datasets":
         return ["datasets"]
+    if command == "run":
+        return ["run", str(out.parent / "study.toml"), "--jobs", "1", "--out", str(out)]
     if command == "report":
         return ["report", str(out.parent / "rundir"), "--out", str(out / "report.html")]
     if command == "demo":

@@ -11,7 +11,6 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from tabmem._checks import resolve_n_jobs
-from tabmem._io import write_frame, write_json
 from tabmem.cli._options import (
     MEMORY_GB,
     NJOBS,
@@ -95,15 +94,8 @@ def _with_holdout(summary: dict, key: str) -> str:
 
 
 def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -> dict:
-    """Write summary.json, replicas.csv, records.csv and rare_values.csv; return the summary."""
-    summary = result.summary()
-    if extra:
-        summary.update(extra)
-    write_json(out / "summary.json", summary)
-    write_frame(out / "replicas.csv", result.table)
-    write_frame(out / "records.csv", result.records())
-    write_frame(out / "rare_values.csv", result.rare_values())
-    return summary
+    """Write summary.json, replicas.csv, records.csv and rare_values.csv; return the summary (:meth:`ReplicaResult.save`)."""
+    return result.save(out, extra)
 
 
 @click.command()

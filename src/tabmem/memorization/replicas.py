@@ -21,12 +21,14 @@ there) and then scores any number of synthetic tables, e.g. at every training ep
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from tabmem._checks import check_choice, check_int, check_n_jobs, check_number, check_positive_int
+from tabmem._io import write_frame, write_json
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, validate
 from tabmem.errors import NotFittedError, suggest
@@ -277,6 +279,23 @@ class ReplicaResult:
             table["holdout_n_leaked"] = h["n_leaked"].to_numpy()
             table["holdout_rows"] = h["rows"].to_numpy()
         return table
+
+    def save(self, out_dir: str | Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write the ``tabmem audit`` layout into ``out_dir``; returns the summary.
+
+        ``summary.json`` (:meth:`summary` plus ``extra``), ``replicas.csv`` (one row per synthetic
+        row), ``records.csv`` (one row per training record) and ``rare_values.csv`` (per column):
+        positions and counts, no values.
+        """
+        out = Path(out_dir)
+        summary = self.summary()
+        if extra:
+            summary.update(extra)
+        write_json(out / "summary.json", summary)
+        write_frame(out / "replicas.csv", self.table)
+        write_frame(out / "records.csv", self.records())
+        write_frame(out / "rare_values.csv", self.rare_values())
+        return summary
 
 
 class ReplicaDetector:
