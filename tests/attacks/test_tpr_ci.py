@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tabmem.attacks.evaluation import bootstrap_tpr_ci, evaluate_membership
+from tabmem.attacks.evaluation import evaluate_membership
 from tabmem.errors import TabmemError
 
 
@@ -34,7 +34,7 @@ def test_tpr_interval_equals_a_brute_force_bootstrap():
     y = np.r_[np.ones(60, bool), np.zeros(80, bool)]
     scores = np.round(rng.normal(size=140) + 0.8 * y, 1)  # rounded: many ties, as edit distances have
     fprs = (0.0, 0.05, 0.1, 0.3)
-    ours = bootstrap_tpr_ci(scores, y, fprs=fprs, n_bootstrap=150, random_state=7)
+    ours = evaluate_membership(scores, y, fprs=fprs, n_bootstrap=150, random_state=7).tpr_at_fpr_ci
     ref = brute_ci(scores, y, fprs, 150, 7)
     for f in fprs:
         np.testing.assert_allclose(ours[f], ref[f], atol=1e-12)
@@ -45,10 +45,10 @@ def test_tpr_interval_equals_a_brute_force_bootstrap():
 def test_separable_scores_and_disabled_bootstrap():
     y = np.r_[np.ones(20, bool), np.zeros(20, bool)]
     scores = np.r_[np.arange(20) + 100.0, np.arange(20.0)]
-    assert bootstrap_tpr_ci(scores, y, fprs=(0.1,), n_bootstrap=50)[0.1] == (1.0, 1.0)
-    assert all(np.isnan(v) for v in bootstrap_tpr_ci(scores, y, fprs=(0.1,), n_bootstrap=0)[0.1])
+    assert evaluate_membership(scores, y, fprs=(0.1,), n_bootstrap=50).tpr_at_fpr_ci[0.1] == (1.0, 1.0)
+    assert all(np.isnan(v) for v in evaluate_membership(scores, y, fprs=(0.1,), n_bootstrap=0).tpr_at_fpr_ci[0.1])
     with pytest.raises(TabmemError, match="fprs"):
-        bootstrap_tpr_ci(scores, y, fprs=(1.5,))
+        evaluate_membership(scores, y, fprs=(1.5,))
 
 
 @pytest.mark.parametrize("n", [2, 37, 400])

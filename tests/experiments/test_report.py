@@ -320,3 +320,27 @@ def test_same_inputs_same_bytes_and_default_path(runs, tmp_path, capsys):
     (runs / "copies" / "audit" / "report.html").unlink()
     code, _, err = run_cli(["report", str(runs), "--out", str(tmp_path)], capsys)
     assert code == 2 and "is a directory" in err
+
+
+def test_study_axes_keep_labels_that_look_like_defaults(tmp_path):
+    """A dataset named "default" (UCI Default of credit card clients) is an axis value, not a placeholder."""
+    from tabmem._io import write_json
+    from tabmem.experiments.report.readers import read_study_dir
+
+    write_json(
+        tmp_path / "manifest.json",
+        {
+            "study": {"name": "s", "axes": ["dataset", "generator"]},
+            "cells": [
+                {
+                    "id": "abc",
+                    "name": "default/tabddpm/seed=0",
+                    "labels": {"dataset": "default", "generator": "tabddpm", "mitigation": "none"},
+                    "seed": 0,
+                    "status": "done",
+                }
+            ],
+        },
+    )
+    cell = read_study_dir(tmp_path).cells[0]
+    assert cell.axes == {"dataset": "default", "generator": "tabddpm", "seed": 0}

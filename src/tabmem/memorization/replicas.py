@@ -33,6 +33,7 @@ from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, validate
 from tabmem.errors import NotFittedError, suggest
 from tabmem.memorization.copies import ExactCopies, RareValueCounts, RareValues
+from tabmem.memorization.uncertainty import proportion_ci, proportion_difference_ci
 from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET
 from tabmem.neighbors.distances import Distance
 from tabmem.neighbors.index import NeighborIndex
@@ -81,32 +82,6 @@ def gini(values: np.ndarray) -> float:
         return float("nan")
     cum = np.cumsum(v)
     return float((n + 1 - 2 * (cum.sum() / total)) / n)
-
-
-def rate_bootstrap(
-    flags: np.ndarray, n_bootstrap: int = N_BOOTSTRAP, random_state: int | np.random.Generator | None = 0
-) -> np.ndarray:
-    """``n_bootstrap`` percentile-bootstrap replicates of the mean of the 0/1 ``flags``.
-
-    Resampling n rows with replacement from 0/1 values and taking the mean has exactly the
-    distribution Binomial(n, mean(flags)) / n, so the replicates are drawn from it directly
-    (O(n_bootstrap), whatever n; tested against the row-resampling loop).
-    """
-    flags = np.asarray(flags, dtype=bool)
-    n = flags.size
-    if n == 0:
-        return np.full(n_bootstrap, np.nan)
-    rng = np.random.default_rng(random_state)
-    return rng.binomial(n, flags.mean(), size=n_bootstrap) / n
-
-
-def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """The (1 - confidence)/2 and (1 + confidence)/2 quantiles of bootstrap replicates (NaN when empty)."""
-    r = np.asarray(replicates, dtype=float)
-    if r.size == 0 or np.isnan(r).any():
-        return (float("nan"), float("nan"))
-    lo, hi = np.quantile(r, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return (float(lo), float(hi))
 
 
 @dataclass
@@ -212,15 +187,13 @@ class ReplicaResult:
         """The headline numbers (the keys of ``summary.json``).
 
         ``*_ci`` keys are percentile-bootstrap intervals (``confidence``, ``n_bootstrap``
-        resamples): synthetic and holdout rows are resampled independently, and the excess
-        memorization's interval is that of the difference of the two resampled rates. Same
-        ``random_state``, same intervals.
+        resamples; :mod:`tabmem.memorization.uncertainty`): synthetic and holdout rows are
+        resampled independently, and the excess memorization's interval is that of the
+        difference of the two resampled rates. Same ``random_state``, same intervals;
+        ``n_bootstrap=0`` gives no interval (null).
         """
-        check_positive_int("n_bootstrap", n_bootstrap)
-        check_number("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
-        flags = self.table["is_replica"].to_numpy(dtype=bool)
-        seeds = np.random.SeedSequence(random_state).spawn(2)
-        boot = rate_bootstrap(flags, n_bootstrap, np.random.default_rng(seeds[0]))
+        boot = {"n_bootstrap": n_bootstrap, "confidence": confidence, "random_state": random_state}
+        k, n = int(self.table["is_replica"].sum()), self.n_synthetic
         s: dict[str, object] = {
             "n_train": self.n_train,
             "n_synthetic": self.n_synthetic,
@@ -236,7 +209,7 @@ class ReplicaResult:
             "exact_copy_rate": self.exact_copy_rate,
             "n_exact_copies": int(self.table["exact_copy"].sum()) if "exact_copy" in self.table else None,
             "heavy_tail": self.heavy_tail(),
-            "memorization_rate_ci": list(percentile_interval(boot, confidence)),
+            "memorization_rate_ci": list(proportion_ci(k, n, **boot)),
             "confidence": confidence,
             "n_bootstrap": n_bootstrap,
         }
@@ -249,14 +222,13 @@ class ReplicaResult:
             }
         if self.holdout is not None:
             h = self.holdout
-            hold_flags = h.table["is_replica"].to_numpy(dtype=bool)
-            hold_boot = rate_bootstrap(hold_flags, n_bootstrap, np.random.default_rng(seeds[1]))
-            s["n_holdout"] = h.n_synthetic
+            kh, nh = int(h.table["is_replica"].sum()), h.n_synthetic
+            s["n_holdout"] = nh
             s["holdout_memorization_rate"] = h.memorization_rate
             s["holdout_mem_auc"] = h.mem_auc
             s["excess_memorization"] = self.memorization_rate - h.memorization_rate
-            s["holdout_memorization_rate_ci"] = list(percentile_interval(hold_boot, confidence))
-            s["excess_memorization_ci"] = list(percentile_interval(boot - hold_boot, confidence))
+            s["holdout_memorization_rate_ci"] = list(proportion_ci(kh, nh, **boot))
+            s["excess_memorization_ci"] = list(proportion_difference_ci(k, n, kh, nh, **boot))
             s["holdout_exact_copy_rate"] = h.exact_copy_rate
             s["excess_exact_copy_rate"] = self.exact_copy_rate - h.exact_copy_rate
             if self.rare is not None and h.rare is not None:
@@ -280,15 +252,16 @@ class ReplicaResult:
             table["holdout_rows"] = h["rows"].to_numpy()
         return table
 
-    def save(self, out_dir: str | Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def save(self, out_dir: str | Path, extra: dict[str, Any] | None = None, **summary_options: Any) -> dict[str, Any]:
         """Write the ``tabmem audit`` layout into ``out_dir``; returns the summary.
 
-        ``summary.json`` (:meth:`summary` plus ``extra``), ``replicas.csv`` (one row per synthetic
+        ``summary.json`` (:meth:`summary` with ``summary_options`` — ``n_bootstrap``,
+        ``confidence``, ``random_state`` — plus ``extra``), ``replicas.csv`` (one row per synthetic
         row), ``records.csv`` (one row per training record) and ``rare_values.csv`` (per column):
         positions and counts, no values.
         """
         out = Path(out_dir)
-        summary = self.summary()
+        summary = self.summary(**summary_options)
         if extra:
             summary.update(extra)
         write_json(out / "summary.json", summary)

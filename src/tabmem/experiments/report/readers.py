@@ -221,6 +221,8 @@ def read_study_dir(path: str | Path) -> ReportData:
         raise TabmemError(f"{str(p / 'manifest.json')!r} is not a study manifest (expected a JSON object)")
     notes: list[str] = []
     cells: list[Cell] = []
+    info = manifest.get("study") if isinstance(manifest.get("study"), dict) else {}
+    study_axes = set(info.get("axes") or [])
     entries = manifest.get("cells", [])
     if isinstance(entries, dict):
         entries = [{"id": k, **(v if isinstance(v, dict) else {"status": v})} for k, v in entries.items()]
@@ -233,7 +235,10 @@ def read_study_dir(path: str | Path) -> ReportData:
         cell = read_cell(cdir, name=label, notes=notes) if cdir.is_dir() else Cell(name=label, path=str(cdir))
         axes = entry.get("labels") or entry.get("axes")
         if isinstance(axes, dict) and axes:
-            cell.axes = {**{k: v for k, v in axes.items() if v not in (None, "none", "default")}}
+            if study_axes:  # the axes the study varies: every label of theirs, "none"/"default" included
+                cell.axes = {k: v for k, v in axes.items() if k in study_axes}
+            else:  # an older manifest: drop labels that only say "nothing applied"
+                cell.axes = {k: v for k, v in axes.items() if v not in (None, "none", "default")}
             if entry.get("seed") is not None:
                 cell.axes["seed"] = entry["seed"]
         cell.status = str(entry.get("status", cell.status))
@@ -246,7 +251,6 @@ def read_study_dir(path: str | Path) -> ReportData:
         _apply_results(cells, [str(e.get("id") or e.get("hash") or e.get("name")) for e in entries], results, notes)
     versions = manifest.get("versions") if isinstance(manifest.get("versions"), dict) else {}
     study = {k: v for k, v in manifest.items() if k not in ("cells", "versions")}
-    info = manifest.get("study") if isinstance(manifest.get("study"), dict) else {}
     title = str(info.get("name") or manifest.get("name") or p.name)
     return ReportData(
         title=title, source=str(p), kind="study", cells=cells, versions=versions, notes=notes, study=study

@@ -73,7 +73,7 @@ class AttackStep(Step):
         return config
 
     def run(self, ctx: StepContext) -> list[MetricRow]:
-        from tabmem.attacks.evaluation import DEFAULT_FPRS, bootstrap_tpr_ci
+        from tabmem.attacks.evaluation import DEFAULT_FPRS
         from tabmem.attacks.runner import run_attacks
 
         c = self.config
@@ -106,16 +106,9 @@ class AttackStep(Step):
             random_state=ctx.seed_for("attack"),
         )
         report.save(ctx.out)
-        is_member = report.scores["is_member"].to_numpy()
         rows: list[MetricRow] = []
         for name, r in report.results.items():
-            tci = bootstrap_tpr_ci(
-                report.scores[name].to_numpy(),
-                is_member,
-                fprs=DEFAULT_FPRS,
-                n_bootstrap=c["n_bootstrap"],
-                random_state=ctx.seed_for(f"tpr-{name}"),
-            )
+            tci = r.tpr_at_fpr_ci  # same stratified resamples as the AUC interval
             rows.append(metric("auc", r.auc, component=name, ci=r.auc_ci, goal="minimize", baseline=0.5))
             for f in DEFAULT_FPRS:
                 key = _fpr_key(f)

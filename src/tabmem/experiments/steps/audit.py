@@ -50,7 +50,6 @@ class AuditStep(Step):
     def run(self, ctx: StepContext) -> list[MetricRow]:
         from tabmem.data.schema import validate
         from tabmem.memorization.replicas import ReplicaDetector
-        from tabmem.memorization.uncertainty import proportion_ci, proportion_difference_ci
 
         c = self.config
         schema = ctx.data.schema
@@ -68,8 +67,13 @@ class AuditStep(Step):
                 memory_budget=int(c["memory_gb"] * 2**30),
             ).fit(train, schema)
             result = detector.score(synthetic, holdout=holdout, unseen=c["unseen"])
-            s = result.save(ctx.out / distance, {"schema": schema.to_dict()})
-            boot = {"n_bootstrap": c["n_bootstrap"], "random_state": ctx.seed_for(f"audit-{distance}")}
+            # the intervals in results.parquet are those of summary.json (one computation)
+            s = result.save(
+                ctx.out / distance,
+                {"schema": schema.to_dict()},
+                n_bootstrap=c["n_bootstrap"],
+                random_state=ctx.seed_for(f"audit-{distance}"),
+            )
             k, n = int(s["n_replicas"]), int(s["n_synthetic"])
             tail = s["heavy_tail"]
             hold = result.holdout
@@ -82,19 +86,18 @@ class AuditStep(Step):
                 m(
                     "memorization_rate",
                     s["memorization_rate"],
-                    ci=proportion_ci(k, n, **boot),
+                    ci=tuple(s["memorization_rate_ci"]),
                     goal="minimize",
                     baseline=hold_rate,
                 )
             )
             if hold is not None:
-                kh, nh = int(hold.table["is_replica"].sum()), hold.n_synthetic
-                rows.append(m("holdout_memorization_rate", hold_rate, ci=proportion_ci(kh, nh, **boot)))
+                rows.append(m("holdout_memorization_rate", hold_rate, ci=tuple(s["holdout_memorization_rate_ci"])))
                 rows.append(
                     m(
                         "excess_memorization",
                         s["excess_memorization"],
-                        ci=proportion_difference_ci(k, n, kh, nh, **boot),
+                        ci=tuple(s["excess_memorization_ci"]),
                         goal="minimize",
                         baseline=0.0,
                     )
