@@ -2,18 +2,24 @@
 
 This is what ``tabmem attack`` does; the CLI only reads files and writes the results.
 Targets are the members followed by the non-members (``target_row`` = position in that order).
+Shadow-model attacks (``needs_shadows``) run when a :class:`~tabmem.attacks.shadows.ShadowSet`
+is given (:func:`tabmem.experiments.attack_to_dir` trains one); every attack's summary carries,
+next to AUC and TPR@FPR, the auditor's numbers of :func:`tabmem.attacks.auditing.membership_audit`
+(MIDST and conservative TPR at FPR 0.1 and 0.01, ``min_resolved_fpr``, the ε lower bound).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from tabmem.attacks.auditing import membership_audit
 from tabmem.attacks.base import ATTACKS, get_attack
 from tabmem.attacks.evaluation import MembershipResult, evaluate_membership
+from tabmem.attacks.shadows import ShadowSet
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
 from tabmem.errors import TabmemError
 
@@ -28,6 +34,7 @@ class AttackReport:
     scores: pd.DataFrame
     n_overlap: int
     skipped: dict[str, str]
+    audit: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def risk(self) -> pd.DataFrame:
         """Per-record risk table joining all attacks (ranks, best rank first); see :func:`tabmem.attacks.compare.risk_table`."""
@@ -38,7 +45,7 @@ class AttackReport:
 
     def summary(self) -> dict[str, Any]:
         """``{attack: {"auc", "auc_ci", "tpr_at_fpr", ...}}`` plus ``"_meta"`` (sizes, overlap, skipped attacks)."""
-        out: dict[str, Any] = {name: r.to_dict() for name, r in self.results.items()}
+        out: dict[str, Any] = {name: {**r.to_dict(), **self.audit.get(name, {})} for name, r in self.results.items()}
         any_r = next(iter(self.results.values()), None)
         out["_meta"] = {
             "n_members": any_r.n_members if any_r else None,
@@ -63,13 +70,18 @@ def run_attacks(
     extra: str = "error",
     n_bootstrap: int = 200,
     random_state: int = 0,
+    shadows: ShadowSet | None = None,
+    delta: float = 1e-5,
+    confidence: float = 0.95,
 ) -> AttackReport:
     """Fit every attack on the synthetic table, score members and non-members, evaluate.
 
     Bad input raises :class:`~tabmem.errors.TabmemError` / ``SchemaError``: tables whose columns
     differ from the schema (``extra="ignore"`` drops unknown columns), empty tables, members
     identical to non-members. ``domias`` without a reference table is skipped (reported in
-    ``skipped``) unless it is the only attack asked for.
+    ``skipped``) unless it is the only attack asked for; so are shadow-model attacks without
+    ``shadows`` (planned for exactly these targets, members followed by non-members). ``delta``
+    and ``confidence`` are those of the ε lower bound and the exact intervals.
     """
     unknown = [a for a in attacks if a not in ATTACKS]
     if unknown:
@@ -100,6 +112,7 @@ def run_attacks(
     scores = pd.DataFrame({"target_row": np.arange(len(targets)), "is_member": is_member})
     results: dict[str, MembershipResult] = {}
     skipped: dict[str, str] = {}
+    audit: dict[str, dict[str, Any]] = {}
     for name in attacks:
         kw = dict(params.get(name, {}))
         cls = ATTACKS[name]
@@ -110,14 +123,30 @@ def run_attacks(
                 raise TabmemError(f"{name} needs a reference table of real non-member rows (--reference)")
             skipped[name] = "needs a reference table (--reference)"
             continue
+        if cls.needs_shadows and shadows is None:
+            if len(attacks) == 1:
+                raise TabmemError(
+                    f"{name} is a shadow-model attack: it needs shadow generators (--population, --model)"
+                )
+            skipped[name] = "needs shadow generators (--population and --model)"
+            continue
+        if cls.needs_shadows and shadows is not None and shadows.design not in cls.shadow_designs:
+            skipped[name] = f"needs {' or '.join(cls.shadow_designs)} shadows (the shadows are {shadows.design})"
+            continue
         if not cls.supports_nan and has_nan:
             skipped[name] = f"{name} needs complete rows (missing values present)"
             continue
-        attack = get_attack(name, **kw).fit(checked["synthetic"], schema, reference=checked.get("reference"))
+        attack = get_attack(name, **kw).fit(
+            checked["synthetic"],
+            schema,
+            reference=checked.get("reference"),
+            shadows=shadows if cls.needs_shadows else None,
+        )
         s = attack.score(targets)
         scores[name] = s
         results[name] = evaluate_membership(s, is_member, n_bootstrap=n_bootstrap, random_state=random_state)
-    return AttackReport(results=results, scores=scores, n_overlap=n_overlap, skipped=skipped)
+        audit[name] = membership_audit(s, is_member, delta=delta, confidence=confidence, random_state=random_state)
+    return AttackReport(results=results, scores=scores, n_overlap=n_overlap, skipped=skipped, audit=audit)
 
 
 def _row_keys(clean: pd.DataFrame) -> np.ndarray:

@@ -1,4 +1,9 @@
-"""``tabmem audit``: replica detection of a synthetic table against its training table."""
+"""``tabmem audit``: replica detection of a synthetic table against its training table.
+
+Next to the replica rates, ``summary.json`` holds distance evidence with its own null
+(:func:`tabmem.memorization.evidence.distance_evidence`): the data-copying test (with a holdout),
+authenticity, identical matches and NNDR, each next to the holdout's figure.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from tabmem.cli._options import (
     training_table_options,
 )
 from tabmem.errors import TabmemError
+from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import ReplicaDetector, ReplicaResult
 from tabmem.neighbors.distances import DISTANCES
 
@@ -60,6 +66,29 @@ def summary_table(summary: dict, title: str = "Replica audit") -> Table:
             ("holdout rate (real unseen rows)", f"{100 * summary['holdout_memorization_rate']:.2f}%"),
             ("excess memorization", f"{100 * summary['excess_memorization']:+.2f} points"),
         ]
+    auth, ident = summary.get("authenticity") or {}, summary.get("identical_matches") or {}
+    if auth:
+        rows.append(
+            (
+                "closer than their training row's neighbour (authenticity)",
+                f"{_pct(auth['synthetic_closer_share'])} (holdout {_pct(auth.get('holdout_closer_share', float('nan')))})",
+            )
+        )
+    if ident:
+        rows.append(
+            (
+                "identical to a training row",
+                f"{_pct(ident['synthetic_share'])} (holdout {_pct(ident.get('holdout_share', float('nan')))})",
+            )
+        )
+    copying = summary.get("data_copying")
+    if copying:
+        rows.append(
+            (
+                "data-copying test (Z << 0: copying)",
+                f"Z = {copying['z']:.2f}, p = {copying['p_value']:.3g}, {len(copying['cells_flagged'])} cell(s) flagged",
+            )
+        )
     tail = summary["heavy_tail"]
     rows += [
         ("records with >= 1 replica", f"{tail['n_records_with_replicas']:,}"),
@@ -71,8 +100,8 @@ def summary_table(summary: dict, title: str = "Replica audit") -> Table:
     return table
 
 
-def _pct(x: float) -> str:
-    return "n/a" if x != x else f"{100 * x:.1f}%"
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None or x != x else f"{100 * x:.1f}%"
 
 
 def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -> dict:
@@ -118,6 +147,14 @@ def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -
 )
 @click.option("--ignore-extra", is_flag=True, help="Drop columns that are not in the training table.")
 @click.option("--out", "out", type=click.Path(file_okay=False), default="tabmem-audit", show_default=True)
+@click.option(
+    "--copying-cells",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="k-means cells of the data-copying test (needs a holdout).",
+)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the k-means cells.")
 @click.option("--show-records", is_flag=True, help="Print the most-replicated training records (raw values!).")
 @click.option("--n-jobs", type=NJOBS, default=None, help="Worker threads (default: every CPU available; -1 = all).")
 @click.option(
@@ -140,6 +177,8 @@ def audit(
     unseen,
     ignore_extra,
     out,
+    copying_cells,
+    seed,
     show_records,
     n_jobs,
     memory_gb,
@@ -177,8 +216,11 @@ def audit(
             syn, holdout=hold, unseen=unseen, extra="ignore" if ignore_extra else "error", progress=cb
         ),
     )
+    evidence = distance_evidence(
+        detector, result, train_df, syn, hold, n_cells=min(copying_cells, len(train_df)), random_state=seed
+    )
     elapsed = time.perf_counter() - t0
-    summary = write_outputs(result, out_dir, {"seconds": elapsed, "schema": schema.to_dict()})
+    summary = write_outputs(result, out_dir, {"seconds": elapsed, "schema": schema.to_dict(), **evidence})
     console.print(summary_table(summary))
     console.print(
         f"[dim]{elapsed:.1f} s. Outputs: {out_dir}/summary.json, replicas.csv (one row per synthetic row), "

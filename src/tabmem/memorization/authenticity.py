@@ -1,0 +1,71 @@
+"""Closeness to the training rows, each next to the same figure for real holdout rows.
+
+* **Authenticity** (Alaa, van Breugel, Saveliev, van der Schaar, ICML 2022, "How faithful is
+  your synthetic data?"): a synthetic row ``s`` with nearest training row ``x*`` is *unauthentic*
+  when it lies closer to ``x*`` than ``x*`` lies to its own nearest other training row:
+  ``d(s, x*) < min_{x != x*} d(x*, x)``. ``closer_share`` is the share of such rows and
+  ``authenticity = 1 - closer_share``. Real rows that were never trained on give the share that
+  chance alone produces (``holdout_closer_share``).
+* **Identical matches** (as mostlyai-qa reports them): the share of rows equal to some training
+  row in every column (after validation: numbers as float64, categories as canonical strings).
+* **NNDR**: ``d1 / d2``, the distance to the nearest training row over the distance to the
+  second nearest (the replica detector's ratio), summarised by quantiles; ``d1 = 0`` gives 0
+  (a copy, whatever ``d2``).
+
+Distances are the audit's distance on the exact search; the nearest-other-row distances of the
+training table are one more exact search of the table against itself (``k = 2``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from tabmem.neighbors.blocked import kneighbors
+from tabmem.neighbors.distances import Distance
+
+__all__ = ["authenticity", "identical_match_share", "nearest_other_distance", "nndr_summary", "row_hashes"]
+
+NNDR_QUANTILES: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5)
+
+
+def nearest_other_distance(distance: Distance, clean: pd.DataFrame, *, n_jobs: int | None = None) -> np.ndarray:
+    """For every reference row of a fitted ``distance`` (its validated ``clean`` frame), the distance
+    to its nearest *other* reference row (0 when it has an exact duplicate)."""
+    idx, dist = kneighbors(distance, distance.prepare(clean), k=2, n_jobs=n_jobs)
+    own = idx[:, 0] == np.arange(len(clean))
+    return np.where(own, dist[:, 1], dist[:, 0])
+
+
+def authenticity(d1: np.ndarray, nn1: np.ndarray, loo: np.ndarray) -> dict[str, float]:
+    """``closer_share`` (rows with ``d1 < loo[nn1]``) and ``authenticity = 1 - closer_share``."""
+    d1, nn1 = np.asarray(d1, dtype=np.float64), np.asarray(nn1, dtype=np.int64)
+    if d1.size == 0:
+        return {"closer_share": float("nan"), "authenticity": float("nan")}
+    share = float(np.mean(d1 < np.asarray(loo)[nn1]))
+    return {"closer_share": share, "authenticity": 1.0 - share}
+
+
+def row_hashes(clean: pd.DataFrame) -> np.ndarray:
+    """64-bit hash of every validated row (compared, never shown)."""
+    return pd.util.hash_pandas_object(clean.reset_index(drop=True), index=False).to_numpy(np.uint64)
+
+
+def identical_match_share(train_clean: pd.DataFrame, clean: pd.DataFrame) -> float:
+    """Share of the rows of ``clean`` equal to some training row in every column."""
+    if len(clean) == 0:
+        return float("nan")
+    return float(np.isin(row_hashes(clean), row_hashes(train_clean)).mean())
+
+
+def nndr_summary(d1: np.ndarray, d2: np.ndarray, quantiles: Sequence[float] = NNDR_QUANTILES) -> dict[str, Any]:
+    """Quantiles and mean of ``d1 / d2`` (0 where ``d1 = 0``)."""
+    d1, d2 = np.asarray(d1, dtype=np.float64), np.asarray(d2, dtype=np.float64)
+    if d1.size == 0:
+        return {"quantiles": {}, "mean": float("nan")}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(d1 == 0, 0.0, d1 / d2)
+    qs = np.quantile(r, quantiles)
+    return {"quantiles": {repr(float(q)): float(v) for q, v in zip(quantiles, qs)}, "mean": float(r.mean())}
