@@ -190,9 +190,9 @@ class LiRA(Attack):
 
     def _score(self, targets: Table) -> np.ndarray:
         if self.mode_ == "online":
-            self.shadows_.check_targets(targets, self.name)
+            self.shadows_.check_targets(targets, self.schema_, self.name)
         elif self.shadows_.design == "online":
-            self.shadows_.check_targets(targets, self.name)  # "out" is target-specific in an online set
+            self.shadows_.check_targets(targets, self.schema_, self.name)  # "out" is target-specific in an online set
         observed, stats = self.statistics(targets)
         membership = self.shadows_.membership
         if self.shadows_.design == "offline":

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabmem.data.schema import ValidatedTable
+from tabmem.data.schema import Schema, ValidatedTable, validate
 from tabmem.errors import ParameterError
 
 __all__ = ["ShadowSet", "row_keys"]
@@ -87,9 +87,12 @@ class ShadowSet:
         """Number of shadows trained with each target."""
         return self.membership.sum(axis=0)
 
-    def check_targets(self, targets: Table, attack: str) -> None:
-        """Raise unless ``targets`` are the rows (and the order) the shadows were planned for."""
-        keys = row_keys(targets)
+    def check_targets(self, targets: Table, schema: Schema, attack: str) -> None:
+        """Raise unless ``targets`` are the rows (and the order) the shadows were planned for.
+
+        Rows are compared after validation against ``schema`` (column order and dtypes do not matter).
+        """
+        keys = row_keys(validate(targets, schema, name="targets", nan="match", extra="ignore"))
         if keys.shape != self.target_keys.shape or not np.array_equal(keys, self.target_keys):
             raise ParameterError(
                 f"{attack}: the targets are not those the shadows were trained for ({len(keys)} rows given, "
