@@ -36,6 +36,7 @@ running). The studies runner's executors will take this over once they are on ma
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -190,6 +191,8 @@ def _check_generator(
     try:
         gen = get_generator(model, preset=preset, dataset=dataset, **params)
         resolved = {k: (list(v) if isinstance(v, tuple) else v) for k, v in gen.get_params().items()}
+        if "epochs" in resolved:
+            check_positive_int("epochs", resolved["epochs"])
         gen.set_params(epochs=1)
         gen.fit(probe, schema, random_state=0)
     except TabmemError as exc:
@@ -265,17 +268,35 @@ def _run_ray(tasks: list[dict[str, Any]], jobs: int, on_done: Callable[[dict[str
         import ray
     except ModuleNotFoundError:
         raise TabmemError("--executor ray needs Ray: pip install 'tabmem[ray]'") from None
-    if not ray.is_initialized():
-        ray.init(
-            num_cpus=jobs * max(int(tasks[0]["threads"]), 1) if tasks else jobs,
-            include_dashboard=False,
-            log_to_driver=False,
-        )
-    remote = ray.remote(_guarded)
-    pending = [remote.options(num_cpus=int(t["threads"])).remote(t) for t in tasks]
-    while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
-        on_done(ray.get(ready[0]))
+    started = not ray.is_initialized()
+    if started:
+        _init_local_ray(ray, jobs * max(int(tasks[0]["threads"]), 1))
+    try:
+        remote = ray.remote(_guarded)
+        pending = [remote.options(num_cpus=int(t["threads"]), max_retries=0).remote(t) for t in tasks]
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            on_done(ray.get(ready[0]))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _init_local_ray(ray: Any, num_cpus: int) -> None:
+    """A local Ray instance whose workers import the tabmem this process runs (a source checkout may
+    not be the installed one): its path goes first on the PYTHONPATH the worker processes inherit."""
+    import tabmem
+
+    src = str(Path(tabmem.__file__).resolve().parents[1])
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, before or "") if p)
+    try:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
 
 
 def _guarded(task: dict[str, Any]) -> dict[str, Any]:
