@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.metrics import roc_curve
 
 from tabmem.attacks.auditing import membership_audit
 from tabmem.attacks.base import ATTACKS, get_attack
@@ -34,6 +35,7 @@ class AttackReport:
     scores: pd.DataFrame
     n_overlap: int
     skipped: dict[str, str]
+    config: dict[str, Any] = field(default_factory=dict)
     audit: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def risk(self) -> pd.DataFrame:
@@ -42,6 +44,22 @@ class AttackReport:
 
         attack_cols = [c for c in self.scores.columns if c not in ("target_row", "is_member")]
         return risk_table(self.scores[attack_cols], self.scores["is_member"].to_numpy())
+
+    def roc(self) -> pd.DataFrame:
+        """Every attack's ROC curve as one long table: ``attack``, ``fpr``, ``tpr``, ``threshold``.
+
+        Only the corners are kept (scikit-learn's ``drop_intermediate=True``): the points dropped
+        lie on the straight segments between those kept, so the curve, the AUC and every
+        interpolated TPR@FPR are unchanged.
+        """
+        y = self.scores["is_member"].to_numpy(dtype=bool)
+        parts = []
+        for name in self.results:
+            fpr, tpr, thr = roc_curve(y, self.scores[name].to_numpy(np.float64), drop_intermediate=True)
+            parts.append(pd.DataFrame({"attack": name, "fpr": fpr, "tpr": tpr, "threshold": thr}))
+        if not parts:
+            return pd.DataFrame({"attack": pd.Series(dtype=str), "fpr": [], "tpr": [], "threshold": []})
+        return pd.concat(parts, ignore_index=True)
 
     def summary(self) -> dict[str, Any]:
         """``{attack: {"auc", "auc_ci", "tpr_at_fpr", ...}}`` plus ``"_meta"`` (sizes, overlap, skipped attacks)."""
@@ -53,6 +71,7 @@ class AttackReport:
             "n_member_rows_also_in_non_members": self.n_overlap,
             "skipped": self.skipped,
             "target_row": "position in members followed by non-members",
+            "config": self.config,
         }
         return out
 
@@ -146,7 +165,25 @@ def run_attacks(
         scores[name] = s
         results[name] = evaluate_membership(s, is_member, n_bootstrap=n_bootstrap, random_state=random_state)
         audit[name] = membership_audit(s, is_member, delta=delta, confidence=confidence, random_state=random_state)
-    return AttackReport(results=results, scores=scores, n_overlap=n_overlap, skipped=skipped, audit=audit)
+    config = {
+        "attacks": list(attacks),
+        "attack_params": {k: {p: _plain(v) for p, v in kw.items()} for k, kw in params.items() if k in attacks},
+        "nan": nan,
+        "n_bootstrap": int(n_bootstrap),
+        "random_state": random_state,
+        "delta": delta,
+        "confidence": confidence,
+    }
+    return AttackReport(
+        results=results, scores=scores, n_overlap=n_overlap, skipped=skipped, config=config, audit=audit
+    )
+
+
+def _plain(value: Any) -> Any:
+    """A parameter as JSON-ready config (objects such as a serializer instance by their class name)."""
+    if value is None or isinstance(value, (bool, int, float, str, list, dict, tuple)):
+        return value
+    return type(value).__name__
 
 
 def _row_keys(clean: pd.DataFrame) -> np.ndarray:

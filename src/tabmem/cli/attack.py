@@ -4,7 +4,8 @@ No-box attacks (LevAtt, DCR, MC, density, DOMIAS) need only the tables; shadow-m
 (``lira``, ``lira_offline``, ``lira_levatt``, ``lira_domias``, ``groundhog``) also need
 ``--population`` and ``--model``: shadow generators are trained under ``--out/shadows/`` (cached,
 resumable). A thin shell over :func:`tabmem.experiments.attack_to_dir`, which writes
-``summary.json``, ``scores.csv`` and ``risk.csv`` (per-record evidence, strongest first) to
+``summary.json``, ``scores.csv``, ``risk.csv`` (per-record evidence, strongest first) and
+``roc.csv`` (every attack's ROC corners) to
 ``--out``; the terminal shows aggregate metrics only, never a record's values.
 """
 
@@ -234,7 +235,8 @@ def attack(
             f"warning: {meta['n_member_rows_also_in_non_members']} member row(s) also appear among the non-members"
         )
     console.print(
-        f"wrote {out / 'summary.json'}, {out / 'scores.csv'} and {out / 'risk.csv'} (records by strongest evidence)"
+        f"wrote {out / 'summary.json'}, {out / 'scores.csv'}, {out / 'risk.csv'} (records by strongest evidence) "
+        f"and {out / 'roc.csv'}"
     )
 
 

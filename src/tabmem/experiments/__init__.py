@@ -5,12 +5,29 @@
 * :func:`attack_to_dir` (``attack.py``): membership inference into a directory, with shadow
   generators (``shadows.py``: planned, trained in parallel, cached, resumable) for the
   shadow-model attacks (what ``tabmem attack`` runs).
+* :func:`write_report` (``report/``): one self-contained HTML report from a study, a train run or
+  audit/attack/quality outputs (what ``tabmem report`` runs).
+
+Names are imported on first use, so that reading results (the report) does not import torch.
 """
 
 from __future__ import annotations
 
-from tabmem.experiments.attack import attack_to_dir
-from tabmem.experiments.shadows import load_shadows, train_shadows
-from tabmem.experiments.training import demo_train, train_to_dir
+import importlib
+from typing import Any
 
-__all__ = ["attack_to_dir", "demo_train", "load_shadows", "train_shadows", "train_to_dir"]
+_EXPORTS = {
+    "train_to_dir": "tabmem.experiments.training",
+    "demo_train": "tabmem.experiments.training",
+    "write_report": "tabmem.experiments.report",
+    "attack_to_dir": "tabmem.experiments.attack",
+    "train_shadows": "tabmem.experiments.shadows",
+    "load_shadows": "tabmem.experiments.shadows",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'tabmem.experiments' has no attribute {name!r}")

@@ -12,6 +12,7 @@ attacks (:func:`tabmem.attacks.runner.run_attacks`) and writes::
     DIR/risk.csv      one row per target, the strongest evidence first: every attack's score and rank,
                       and per member its replica count, its DynamicCut intensity (with a tracked run),
                       its LevAtt distance and its LiRA score (positions only, never values)
+    DIR/roc.csv       every attack's ROC corners (attack, fpr, tpr, threshold)
     DIR/shadows/      the shadow generators' synthetic tables and plan (resumable)
 
 The DOMIAS reference defaults to the population (real rows from the same distribution that the
@@ -168,6 +169,7 @@ def attack_to_dir(
     summary["_privacy"] = _privacy_headline(report, delta, confidence, seed, claimed_eps, claimed_delta)
     write_json(out / "summary.json", summary)
     write_frame(out / "scores.csv", report.scores)
+    write_frame(out / "roc.csv", report.roc())
     write_frame(
         out / "risk.csv",
         risk_ledger(report, m, s, schema, run_dir=run_dir, intensity_k=intensity_k, distance=replica_distance),
