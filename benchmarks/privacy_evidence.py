@@ -22,10 +22,12 @@ Usage (niced, one torch thread; about 5 CPU-minutes per ``mem`` shadow on this m
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 
 def tables(data_dir: str, n: int, n_pop: int, data_seed: int):
@@ -107,7 +109,73 @@ def main() -> None:
         )
         print(f"shadows: {time.perf_counter() - t0:.0f} s", flush=True)
         return
-    raise SystemExit("attack step: see below")
+    evidence = attack_step(args, members, non_members, population, schema, released, attack_dir, params)
+    (root / "evidence.json").write_text(json.dumps(evidence, indent=2, default=float))
+    print(json.dumps(evidence, indent=2, default=float))
+
+
+ATTACKS = ["lira", "lira_offline", "lira_levatt", "lira_domias", "groundhog", "dcr", "domias", "levatt"]
+
+
+def attack_step(args, members, non_members, population, schema, released: Path, attack_dir: Path, params) -> dict:
+    from tabmem.experiments.attack import attack_to_dir
+    from tabmem.memorization.evidence import distance_evidence
+    from tabmem.memorization.replicas import ReplicaDetector
+    from tabmem.metrics.dcr_share import DCRShare
+
+    synthetic = pd.read_csv(released / "synthetic.csv")
+    t0 = time.perf_counter()
+    summary = attack_to_dir(
+        members,
+        non_members,
+        synthetic,
+        schema,
+        attack_dir,
+        attacks=ATTACKS,
+        population=population,
+        model="tabddpm",
+        preset="small",
+        params=params,
+        n_shadows=args.n_shadows,
+        population_overlap="drop",
+        run_dir=released,
+        intensity_k=3,
+        seed=args.seed,
+        n_bootstrap=200,
+        progress=lambda line: print(line, flush=True),
+    )
+    attack_seconds = time.perf_counter() - t0
+    out: dict = {"regime": args.regime, "epochs": params["epochs"], "attack_seconds": attack_seconds}
+    audit = json.loads((released / "summary.json").read_text())
+    out["memorization_rate"] = audit["memorization_rate"]
+    out["holdout_memorization_rate"] = audit["holdout_memorization_rate"]
+    out["attacks"] = {
+        name: {
+            "auc": b["auc"],
+            "auc_ci": b["auc_ci"],
+            "tpr_at_0.1": b["midst_tpr_at_fpr"]["0.1"],
+            "tpr_at_0.01": b["midst_tpr_at_fpr"]["0.01"],
+            "tpr_boot_ci": b.get("tpr_at_fpr_ci", {}),
+            "epsilon": b["epsilon_lower_bound"],
+        }
+        for name, b in summary.items()
+        if not name.startswith("_")
+    }
+    out["privacy"] = summary["_privacy"]
+    out["shadow_seconds"] = summary["_meta"]["shadows"]["shadow_seconds"]
+    dcr = DCRShare().evaluate(members, synthetic, schema, holdout=non_members)
+    out["dcr_share"] = {"value": dcr.value, **dcr.details}
+    for distance in ("fang2024", "gower"):
+        det = ReplicaDetector(distance, n_jobs=1).fit(members, schema)
+        res = det.score(synthetic, holdout=non_members, unseen="mismatch")
+        ev = distance_evidence(det, res, members, synthetic, non_members, n_cells=10, random_state=args.seed)
+        ev["data_copying"] = {k: v for k, v in ev["data_copying"].items() if k != "per_cell"}
+        out[f"audit_{distance}"] = {
+            "memorization_rate": res.memorization_rate,
+            "holdout_memorization_rate": res.holdout.memorization_rate,
+            **ev,
+        }
+    return out
 
 
 if __name__ == "__main__":

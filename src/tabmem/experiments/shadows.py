@@ -23,7 +23,7 @@ Layout of ``out_dir`` (``DIR/shadows/`` under ``tabmem attack --out DIR``)::
 
     plan.json             settings, fingerprints of the targets and the population, the plan
     NNN/synthetic.parquet the shadow's synthetic table (written last, atomically)
-    NNN/done.json         seconds, epochs, final loss of the finished shadow
+    NNN/done.json         wall and CPU seconds, epochs, final loss of the finished shadow
     NNN/checkpoint.pt     while it trains (a killed run resumes from it bit-exactly)
 
 Only synthetic tables and row positions are written, never a training row.
@@ -225,7 +225,7 @@ def train_shadow(task: dict[str, Any]) -> dict[str, Any]:
     gen = get_generator(task["model"], preset=task["preset"], dataset=task["dataset"], **task["params"])
     ckpt = d / "checkpoint.pt"
     every = task["checkpoint_every"] or max(1, int(gen.epochs) // 10)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     gen.fit(
         task["train"],
         schema,
@@ -239,6 +239,7 @@ def train_shadow(task: dict[str, Any]) -> dict[str, Any]:
     info = {
         "shadow": task["index"],
         "seconds": time.perf_counter() - t0,
+        "cpu_seconds": time.process_time() - c0,
         "epochs": int(gen.epoch_),
         "final_loss": gen.history_[-1].get("loss") if gen.history_ else None,
         "n_train": len(task["train"]),
