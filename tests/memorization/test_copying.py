@@ -13,7 +13,7 @@ from tabmem.memorization.authenticity import authenticity, identical_match_share
 from tabmem.memorization.copying import DataCopyingTest, mann_whitney_z
 from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import ReplicaDetector
-from tabmem.neighbors.distances import get_distance
+from tabmem.neighbors import NeighborIndex
 
 
 def _gauss(n: int, seed: int, scale: float = 1.0) -> pd.DataFrame:
@@ -102,8 +102,7 @@ def test_copying_test_errors():
 
 def test_authenticity_on_constructed_copies_and_brute_force():
     train = _gauss(200, 0)
-    dist = get_distance("l2").fit(train, SCHEMA)
-    loo = nearest_other_distance(dist, train)
+    loo = nearest_other_distance(NeighborIndex("l2").fit(train, SCHEMA), train)
     x = (train.to_numpy() - train.to_numpy().mean(0)) / train.to_numpy().std(0)
     d = np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1))
     np.fill_diagonal(d, np.inf)
@@ -124,7 +123,7 @@ def test_authenticity_on_constructed_copies_and_brute_force():
 
 def test_duplicate_training_rows_have_zero_nearest_other_distance():
     train = pd.concat([_gauss(20, 0), _gauss(20, 0).iloc[:3]], ignore_index=True)
-    loo = nearest_other_distance(get_distance("gower").fit(train, SCHEMA), train)
+    loo = nearest_other_distance(NeighborIndex("gower").fit(train, SCHEMA), train)
     assert (loo[[0, 1, 2, 20, 21, 22]] == 0).all() and (loo[3:20] > 0).all()
 
 

@@ -12,8 +12,9 @@
   second nearest (the replica detector's ratio), summarised by quantiles; ``d1 = 0`` gives 0
   (a copy, whatever ``d2``).
 
-Distances are the audit's distance on the exact search; the nearest-other-row distances of the
-training table are one more exact search of the table against itself (``k = 2``).
+Distances are the audit's distance on the exact search (:class:`~tabmem.neighbors.NeighborIndex`);
+the nearest-other-row distances of the training table are one more query of the training index
+with the table itself (``k = 2``).
 """
 
 from __future__ import annotations
@@ -23,19 +24,19 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from tabmem.neighbors.blocked import kneighbors
-from tabmem.neighbors.distances import Distance
+from tabmem.data.schema import ValidatedTable
+from tabmem.neighbors import NeighborIndex
 
 __all__ = ["authenticity", "identical_match_share", "nearest_other_distance", "nndr_summary", "row_hashes"]
 
 NNDR_QUANTILES: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5)
 
 
-def nearest_other_distance(distance: Distance, clean: pd.DataFrame, *, n_jobs: int | None = None) -> np.ndarray:
-    """For every reference row of a fitted ``distance`` (its validated ``clean`` frame), the distance
-    to its nearest *other* reference row (0 when it has an exact duplicate)."""
-    idx, dist = kneighbors(distance, distance.prepare(clean), k=2, n_jobs=n_jobs)
-    own = idx[:, 0] == np.arange(len(clean))
+def nearest_other_distance(index: NeighborIndex, reference: pd.DataFrame | ValidatedTable) -> np.ndarray:
+    """For every row of the table a fitted ``index`` was built on (``reference``, the same rows in the
+    same order), the distance to its nearest *other* row (0 when it has an exact duplicate)."""
+    idx, dist = index.kneighbors(reference, k=2)
+    own = idx[:, 0] == np.arange(len(reference))
     return np.where(own, dist[:, 1], dist[:, 0])
 
 

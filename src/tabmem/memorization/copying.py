@@ -25,7 +25,7 @@ at distance 0, this makes ``|Z|`` smaller, i.e. conservative). The reference cod
 continuity correction of 0.5 from the null mean; ``continuity_correction=True`` reproduces it.
 
 Distances: any registered distance (``distance=``; the audit's), evaluated exactly
-(:mod:`tabmem.neighbors.blocked`) against the training rows of the cell
+(:class:`~tabmem.neighbors.NeighborIndex`) against the training rows of the cell
 (``neighbors="cell"``, the paper) or of the whole table (``neighbors="global"``). Cells come
 from scikit-learn's ``KMeans`` (seeded) on the standardised numericals and one-hot categoricals
 (scaled by 1/sqrt(2)) of the training table.
@@ -44,7 +44,7 @@ from tabmem._checks import check_choice, check_fraction, check_positive_int, che
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema, ValidatedTable, validate
 from tabmem.errors import NotFittedError, ParameterError
-from tabmem.neighbors.blocked import kneighbors
+from tabmem.neighbors import NeighborIndex
 from tabmem.neighbors.distances import get_distance
 
 __all__ = ["CopyingResult", "DataCopyingTest", "mann_whitney_z"]
@@ -166,11 +166,14 @@ class DataCopyingTest:
         enc = self.encoder_
         return np.concatenate([enc.standardized(clean), enc.one_hot(clean, scale=1.0 / np.sqrt(2.0))], axis=1)
 
-    def _index(self, cell: int):
-        """The distance fitted on the training rows of ``cell`` (-1: the whole table), cached."""
+    def _index(self, cell: int) -> NeighborIndex:
+        """The exact index of the training rows of ``cell`` (-1: the whole table), with the whole
+        table's encoder statistics, cached."""
         if cell not in self._indexes:
             rows = self.train_ if cell < 0 else self.train_.iloc[np.flatnonzero(self.train_cells_ == cell)]
-            self._indexes[cell] = get_distance(self.distance).fit(encoder=self.encoder_, clean=rows)
+            self._indexes[cell] = NeighborIndex(self.distance, n_jobs=self.n_jobs, nan="error").fit(
+                None, encoder=self.encoder_, clean=rows
+            )
         return self._indexes[cell]
 
     def _distances(self, clean: pd.DataFrame, cells: np.ndarray) -> np.ndarray:
@@ -182,8 +185,8 @@ class DataCopyingTest:
         )
         for c, rows in groups:
             if rows.size:
-                dist = self._index(c)
-                _, d = kneighbors(dist, dist.prepare(clean.iloc[rows]), k=1, n_jobs=self.n_jobs)
+                index = self._index(c)
+                _, d = index.kneighbors(index.distance_.prepare(clean.iloc[rows]), k=1)
                 out[rows] = d[:, 0]
         return out
 

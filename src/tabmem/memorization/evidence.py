@@ -45,7 +45,7 @@ def distance_evidence(
     """
     enc = detector.encoder_
     train_clean = enc.validate(train, name="training", nan=detector.nan if detector.nan != "drop" else "match")
-    loo = nearest_other_distance(detector.distance_, train_clean, n_jobs=detector.n_jobs)
+    loo = nearest_other_distance(detector.index_, train_clean)
     parts = {"synthetic": result}
     if result.holdout is not None:
         parts["holdout"] = result.holdout
