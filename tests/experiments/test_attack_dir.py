@@ -205,3 +205,13 @@ def test_dp_generator_audited_bound_does_not_exceed_its_claim(tmp_path):
         n_bootstrap=0,
     )
     assert leak["_privacy"]["epsilon_lower_bound"] > 1.0 and leak["_privacy"]["exceeds_claim"] is True
+
+
+def test_cli_claimed_epsilon_of_an_external_generator(files, tmp_path, capsys):
+    out = tmp_path / "claim"
+    code, text = run(_args(files, out, "--attacks", "dcr,levatt", "--claimed-epsilon", "0.5"), capsys)
+    assert code == 0, text
+    p = json.loads((out / "summary.json").read_text())["_privacy"]
+    assert p["claimed_epsilon"] == 0.5 and p["delta"] == pytest.approx(1 / 300)
+    assert p["exceeds_claim"] == (p["epsilon_lower_bound"] > 0.5)
+    assert "claimed ε = 0.5" in text

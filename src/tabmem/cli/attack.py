@@ -99,6 +99,18 @@ from tabmem.errors import TabmemError
     help="δ of the ε lower bound (default: the generator's DP δ, else 1e-5).",
 )
 @click.option(
+    "--claimed-epsilon",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="ε the generator claims (DP); default: --param dp_epsilon. The audited lower bound is shown next to it.",
+)
+@click.option(
+    "--claimed-delta",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="δ of the claim (default: --param dp_delta, else the generator's default).",
+)
+@click.option(
     "--confidence",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=0.95,
@@ -137,6 +149,8 @@ def attack(
     population_overlap: str,
     run_dir: str | None,
     delta: float | None,
+    claimed_epsilon: float | None,
+    claimed_delta: float | None,
     confidence: float,
     out_dir: str,
 ) -> None:
@@ -203,6 +217,8 @@ def attack(
         n_bootstrap=n_bootstrap,
         delta=delta,
         confidence=confidence,
+        claimed_epsilon=claimed_epsilon,
+        claimed_delta=claimed_delta,
         seed=seed,
         progress=lambda line: console.print(f"[dim]{line}[/dim]"),
     )

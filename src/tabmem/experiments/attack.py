@@ -69,6 +69,8 @@ def attack_to_dir(
     n_bootstrap: int = 200,
     delta: float | None = None,
     confidence: float = 0.95,
+    claimed_epsilon: float | None = None,
+    claimed_delta: float | None = None,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
@@ -80,7 +82,8 @@ def attack_to_dir(
     the members) through ``executor`` (``"local"`` or ``"ray"``) with ``jobs`` workers of
     ``threads`` torch threads. ``shadow_design`` defaults to ``"online"`` unless every requested
     shadow attack works offline. ``delta`` defaults to the generator's DP delta when it has one,
-    else ``1e-5``. ``run_dir`` is the ``tabmem train`` directory of the released generator, when
+    else ``1e-5``. ``claimed_epsilon``/``claimed_delta`` state a DP claim of a generator that tabmem
+    did not train (default: ``params``' ``dp_epsilon``/``dp_delta``). ``run_dir`` is the ``tabmem train`` directory of the released generator, when
     it was tracked: its records' DynamicCut intensity goes into ``risk.csv``. Returns the summary
     (what ``summary.json`` holds).
     """
@@ -93,8 +96,10 @@ def attack_to_dir(
     check_positive_int("jobs", jobs)
     check_fraction("confidence", confidence)
     params = dict(params or {})
-    claimed_eps = params.get("dp_epsilon")
-    claimed_delta = params.get("dp_delta")
+    claimed_eps = claimed_epsilon if claimed_epsilon is not None else params.get("dp_epsilon")
+    claimed_delta = claimed_delta if claimed_delta is not None else params.get("dp_delta")
+    if claimed_eps is not None:
+        check_number("claimed epsilon", claimed_eps, low=0.0, low_open=True)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     nan_policy = "match" if nan == "match" else "error"

@@ -182,10 +182,15 @@ def check_population(
 
 
 def _check_generator(
-    model: str, preset: str | None, dataset: str | None, params: dict[str, Any], probe: pd.DataFrame, schema: Schema
+    model: str,
+    preset: str | None,
+    dataset: str | None,
+    params: dict[str, Any],
+    probe: pd.DataFrame | None,
+    schema: Schema,
 ) -> dict[str, Any]:
-    """Build the generator and train it for one epoch on a few rows, so that a generator that cannot
-    be built fails once, here, with one line (not in every worker). Returns its resolved parameters."""
+    """Build the generator and (with ``probe`` rows) train it for one epoch, so that a generator that
+    cannot be built fails once, here, with one line (not in every worker). Returns its resolved parameters."""
     from tabmem.generators import get_generator
 
     try:
@@ -193,8 +198,9 @@ def _check_generator(
         resolved = {k: (list(v) if isinstance(v, tuple) else v) for k, v in gen.get_params().items()}
         if "epochs" in resolved:
             check_positive_int("epochs", resolved["epochs"])
-        gen.set_params(epochs=1)
-        gen.fit(probe, schema, random_state=0)
+        if probe is not None:
+            gen.set_params(epochs=1)
+            gen.fit(probe, schema, random_state=0)
     except TabmemError as exc:
         raise TabmemError(f"shadow generator {model!r} cannot be built: {_one_line(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - any failure of a third-party model becomes one line
@@ -218,7 +224,7 @@ def train_shadow(task: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(int(task["threads"]))
     d = Path(task["dir"])
     done = d / "done.json"
-    if done.is_file() and (d / "synthetic.parquet").is_file():
+    if _finished(d):
         return read_json(done)
     d.mkdir(parents=True, exist_ok=True)
     schema = Schema.from_dict(task["schema"])
@@ -354,8 +360,9 @@ def train_shadows(
     pop, n_dropped = check_population(pop, target_keys, overlap=overlap)
     plan = plan_shadows(len(targets), len(pop), n_shadows=n_shadows, n_train=n_train, design=design, random_state=seed)
     out = Path(out_dir)
-    probe_rows = raw_frame(targets).iloc[: min(len(targets), 64)] if design == "online" else raw_frame(pop).iloc[:64]
-    resolved = _check_generator(model, preset, dataset, params, probe_rows.reset_index(drop=True), schema)
+    pending = [i for i in range(plan.n_shadows) if not _finished(out / f"{i:03d}")]
+    probe = (raw_frame(targets) if design == "online" else raw_frame(pop)).iloc[:64].reset_index(drop=True)
+    resolved = _check_generator(model, preset, dataset, params, probe if pending else None, schema)
     settings = {
         "model": model,
         "preset": preset,
@@ -381,10 +388,8 @@ def train_shadows(
     write_json(out / "plan.json", plan_doc)
     t_raw, p_raw = raw_frame(targets).reset_index(drop=True), raw_frame(pop).reset_index(drop=True)
     tasks = []
-    for i in range(plan.n_shadows):
+    for i in pending:
         d = out / f"{i:03d}"
-        if (d / "done.json").is_file() and (d / "synthetic.parquet").is_file():
-            continue
         train = pd.concat([t_raw.iloc[plan.targets[i]], p_raw.iloc[plan.population[i]]], ignore_index=True)
         tasks.append(
             {
@@ -419,6 +424,10 @@ def train_shadows(
     if errors:
         raise TabmemError(f"{len(errors)} shadow(s) failed; {errors[0]} (finished shadows are kept: rerun to resume)")
     return load_shadows(out, targets)
+
+
+def _finished(d: Path) -> bool:
+    return (d / "done.json").is_file() and (d / "synthetic.parquet").is_file()
 
 
 def _check_settings(out: Path, settings: dict[str, Any]) -> None:
