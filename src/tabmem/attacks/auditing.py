@@ -73,6 +73,14 @@ def clopper_pearson(k: Any, n: Any, confidence: float = 0.95) -> tuple[np.ndarra
     return lo, hi
 
 
+def _upper(k: np.ndarray, n: int, level: float) -> np.ndarray:
+    """One-sided Clopper–Pearson upper bound at ``level``: ``Beta.ppf(level, k + 1, n - k)`` (1 when ``k = n``)."""
+    check_fraction("confidence", level)
+    k = np.asarray(k, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(k < n, beta.ppf(level, k + 1, np.maximum(n - k, 1e-300)), 1.0)
+
+
 def _counts(scores: np.ndarray, is_member: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Thresholds (distinct scores, descending) and TP/FP counts of ``score >= threshold``."""
     order = np.argsort(-scores, kind="stable")
@@ -176,8 +184,7 @@ def operating_points(
     s, y, n_pos, n_neg = _check(scores, is_member)
     thr, tp, fp = _counts(s, y)
     tpr, fpr = tp / n_pos, fp / n_neg
-    # one-sided upper bound of the FPR at ``confidence``: the upper end of the two-sided interval at 2c - 1
-    _, fpr_hi = clopper_pearson(fp, n_neg, 2.0 * confidence - 1.0)
+    fpr_hi = _upper(fp, n_neg, confidence)  # one-sided upper confidence bound of the FPR
     midst: dict[str, dict[str, Any]] = {}
     conservative: dict[str, dict[str, Any]] = {}
     for f in fprs:
