@@ -41,8 +41,8 @@ def tables(data_dir: str, n: int, n_pop: int, data_seed: int):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("step", choices=["train", "attack"])
-    ap.add_argument("--regime", choices=["mem", "nomem"], required=True)
+    ap.add_argument("step", choices=["train", "attack", "table"])
+    ap.add_argument("--regime", choices=["mem", "nomem"], default="mem")
     ap.add_argument("--epochs-mem", type=int, default=1000)
     ap.add_argument("--epochs-nomem", type=int, default=200)
     ap.add_argument("--n", type=int, default=1000)
@@ -53,6 +53,9 @@ def main() -> None:
     ap.add_argument("--data-dir", default="/work/shared/datasets")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    if args.step == "table":
+        print_tables(Path(args.out))
+        return
     import torch
 
     torch.set_num_threads(1)
@@ -112,6 +115,49 @@ def main() -> None:
     evidence = attack_step(args, members, non_members, population, schema, released, attack_dir, params)
     (root / "evidence.json").write_text(json.dumps(evidence, indent=2, default=float))
     print(json.dumps(evidence, indent=2, default=float))
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}"
+
+
+def print_tables(out: Path) -> None:
+    """The markdown tables of docs/attacks.md from ``<out>/<regime>/evidence.json``."""
+    regimes = {
+        r: json.loads((out / r / "evidence.json").read_text())
+        for r in ("mem", "nomem")
+        if (out / r / "evidence.json").is_file()
+    }
+    print(
+        "| regime | attack | AUC [95% CI] | TPR@FPR 0.1 [exact CI] | TPR@FPR 0.01 [exact CI] | ε lower bound (signed / all thresholds) |"
+    )
+    print("|---|---|---|---|---|---|")
+    for r, e in regimes.items():
+        for name, b in e["attacks"].items():
+            t1, t2, eps = b["tpr_at_0.1"], b["tpr_at_0.01"], b["epsilon"]
+            print(
+                f"| {r} | `{name}` | {b['auc']:.3f} [{b['auc_ci'][0]:.3f}, {b['auc_ci'][1]:.3f}] "
+                f"| {t1['tpr']:.3f} [{t1['tpr_ci'][0]:.3f}, {t1['tpr_ci'][1]:.3f}] "
+                f"| {t2['tpr']:.3f} [{t2['tpr_ci'][0]:.3f}, {t2['tpr_ci'][1]:.3f}] "
+                f"| {eps['epsilon']:.2f} / {eps['epsilon_all_thresholds']:.2f} |"
+            )
+    print()
+    print(
+        "| regime | memorization rate (holdout) | DCR share (no-copy 0.5) | copying test z, p (cells flagged) | authenticity: closer share (holdout) | identical matches (holdout) | NNDR 10% quantile (holdout) | best ε lower bound (attack) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r, e in regimes.items():
+        for d in ("fang2024", "gower"):
+            a = e[f"audit_{d}"]
+            c = a["data_copying"]
+            print(
+                f"| {r}, {d} | {_pct(a['memorization_rate'])} % ({_pct(a['holdout_memorization_rate'])} %) "
+                f"| {e['dcr_share']['value']:.3f} | {c['z']:.2f}, {c['p_value']:.2g} ({len(c['cells_flagged'])}/{c['n_cells_used']}) "
+                f"| {_pct(a['authenticity']['synthetic_closer_share'])} % ({_pct(a['authenticity']['holdout_closer_share'])} %) "
+                f"| {_pct(a['identical_matches']['synthetic_share'])} % ({_pct(a['identical_matches']['holdout_share'])} %) "
+                f"| {a['nndr']['synthetic']['quantiles']['0.1']:.3f} ({a['nndr']['holdout']['quantiles']['0.1']:.3f}) "
+                f"| {e['privacy']['epsilon_lower_bound']:.2f} ({e['privacy']['attack']}) |"
+            )
 
 
 ATTACKS = ["lira", "lira_offline", "lira_levatt", "lira_domias", "groundhog", "dcr", "domias", "levatt"]
