@@ -189,14 +189,13 @@ class LiRA(Attack):
         return raw_obs, raw_sh
 
     def _score(self, targets: Table) -> np.ndarray:
-        if self.mode_ == "online":
-            self.shadows_.check_targets(targets, self.schema_, self.name)
-        elif self.shadows_.design == "online":
-            self.shadows_.check_targets(targets, self.schema_, self.name)  # "out" is target-specific in an online set
+        sh = self.shadows_
+        if sh.design == "online":  # "in" and "out" are target-specific: only the planned targets
+            sh.check_targets(targets, self.schema_, self.name)
+            membership = sh.membership
+        else:  # no target in any shadow: every shadow is "out" for any row
+            membership = np.zeros((sh.n_shadows, len(targets)), dtype=bool)
         observed, stats = self.statistics(targets)
-        membership = self.shadows_.membership
-        if self.shadows_.design == "offline":
-            membership = np.zeros((self.shadows_.n_shadows, len(targets)), dtype=bool)
         return lira_scores(observed, stats, membership, mode=self.mode_, variance=self.variance)
 
 
