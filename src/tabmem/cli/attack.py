@@ -75,7 +75,13 @@ from tabmem.errors import TabmemError
     default=None,
     help="Training rows per shadow (default: as many as the members).",
 )
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where the shadows train: local worker processes, or Ray (a local instance starts if none runs).",
+)
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1), help="Shadows trained at once.")
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1), help="Torch threads per shadow.")
 @click.option(
