@@ -45,7 +45,7 @@ from tabmem._checks import check_choice, check_number, check_random_state
 from tabmem.attacks.base import Attack, Table, register_attack
 from tabmem.attacks.shadows import ShadowSet
 from tabmem.data.encoding import TableEncoder
-from tabmem.data.schema import Schema, as_frame, validate
+from tabmem.data.schema import Schema, concat_validated, validate
 from tabmem.errors import ParameterError
 
 __all__ = ["Groundhog", "ridge_dual_scores", "table_features"]
@@ -129,14 +129,14 @@ class Groundhog(Attack):
         check_random_state(self.random_state)
         if shadows.design != "online":
             raise ParameterError("groundhog needs online shadows (targets in about half of them); got offline shadows")
-        tables = [validate(t, schema, name=f"shadow {i}", extra="ignore") for i, t in enumerate(shadows.synthetic)]
+        tables = [validate(t, schema, name=t.name, extra="ignore") for t in shadows.validated(schema)]
         released = validate(synthetic, schema, name="synthetic", extra="ignore")
         pool = [released, *tables]
         if reference is not None:
             pool.append(validate(reference, schema, name="reference", extra="ignore"))
-        everything = pd.concat([as_frame(t) for t in pool], ignore_index=True)
+        everything = concat_validated(pool, name="groundhog tables")  # clean values: not validated again
         enc = TableEncoder(schema).fit(everything, nan="error")
-        num = enc.numeric(as_frame(pool[-1]) if reference is not None else everything)
+        num = enc.numeric((pool[-1] if reference is not None else everything).data)
         bins = [
             np.linspace(np.nanmin(num[:, j]), np.nanmax(num[:, j]) + 1e-12, N_BINS + 1) for j in range(num.shape[1])
         ]

@@ -177,7 +177,7 @@ class LiRA(Attack):
         key = json.dumps([self.statistic_, self._attack_params(), t_key, r_key], sort_keys=True, default=str)
         cache = sh.cache.setdefault(key, {})
         if "shadows" not in cache:
-            cache["shadows"] = np.stack([self._raw(t, targets) for t in sh.synthetic])
+            cache["shadows"] = np.stack([self._raw(t, targets) for t in sh.validated(self.schema_)])
         observed_key = "released:" + _digest(row_keys(self.synthetic_))
         if observed_key not in cache:
             cache[observed_key] = self._raw(self.synthetic_, targets)

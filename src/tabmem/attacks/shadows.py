@@ -83,6 +83,17 @@ class ShadowSet:
     def n_targets(self) -> int:
         return len(self.target_keys)
 
+    def validated(self, schema: Schema) -> tuple[ValidatedTable, ...]:
+        """The shadows' synthetic tables validated against ``schema``, once (cached): every attack on
+        this set reuses them."""
+        key = "validated:" + schema.to_json()
+        if key not in self.cache:
+            self.cache[key] = tuple(
+                validate(t, schema, name=f"shadow {i}", nan="match", extra="ignore")
+                for i, t in enumerate(self.synthetic)
+            )
+        return self.cache[key]
+
     def in_counts(self) -> np.ndarray:
         """Number of shadows trained with each target."""
         return self.membership.sum(axis=0)

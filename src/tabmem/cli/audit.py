@@ -207,17 +207,20 @@ def audit(
     detector = ReplicaDetector(distance, threshold, nan=nan, n_jobs=n_jobs, memory_budget=int(memory_gb * 2**30))
     t0 = time.perf_counter()
     detector.fit(train_df, schema)
+    extra = "ignore" if ignore_extra else "error"
+    # each table validated once, then shared by the replica search and the distance evidence
+    syn = detector.validate(syn, name="synthetic", unseen=unseen, extra=extra)
+    if hold is not None:
+        hold = detector.validate(hold, name="holdout", unseen=unseen, extra=extra)
     n_rows = len(syn) + (len(hold) if hold is not None else 0)
     result = run_with_progress(
         console,
         n_rows,
         float(n_rows) * len(train_df),
-        lambda cb: detector.score(
-            syn, holdout=hold, unseen=unseen, extra="ignore" if ignore_extra else "error", progress=cb
-        ),
+        lambda cb: detector.score(syn, holdout=hold, unseen=unseen, extra=extra, progress=cb),
     )
     evidence = distance_evidence(
-        detector, result, train_df, syn, hold, n_cells=min(copying_cells, len(train_df)), random_state=seed
+        detector, result, syn, hold, n_cells=min(copying_cells, len(train_df)), random_state=seed
     )
     elapsed = time.perf_counter() - t0
     summary = write_outputs(result, out_dir, {"seconds": elapsed, "schema": schema.to_dict(), **evidence})

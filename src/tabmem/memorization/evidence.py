@@ -30,7 +30,6 @@ Table = pd.DataFrame | ValidatedTable
 def distance_evidence(
     detector: ReplicaDetector,
     result: ReplicaResult,
-    train: Table,
     synthetic: Table,
     holdout: Table | None = None,
     *,
@@ -40,12 +39,14 @@ def distance_evidence(
 ) -> dict[str, Any]:
     """``data_copying`` (``None`` without a holdout), ``authenticity``, ``identical_matches`` and ``nndr``.
 
-    The data-copying test uses the detector's distance unless ``copying_distance`` is given, with
+    ``detector`` is fitted on the training table (its validated rows are ``training_table_``);
+    ``result`` is its score of ``synthetic`` (with ``holdout``). Pass the tables as
+    :meth:`ReplicaDetector.validate` returns them, so that none is validated twice. The
+    data-copying test uses the detector's distance unless ``copying_distance`` is given, with
     ``n_cells`` k-means cells (seeded by ``random_state``).
     """
-    enc = detector.encoder_
-    train_clean = enc.validate(train, name="training", nan=detector.nan if detector.nan != "drop" else "match")
-    loo = nearest_other_distance(detector.index_, train_clean)
+    train = detector.training_table_
+    loo = nearest_other_distance(detector.index_, train)
     parts = {"synthetic": result}
     if result.holdout is not None:
         parts["holdout"] = result.holdout
@@ -56,8 +57,8 @@ def distance_evidence(
         auth = authenticity(t["d1"].to_numpy(), t["nn1"].to_numpy(), loo)
         out["authenticity"][f"{name}_closer_share"] = auth["closer_share"]
         out["authenticity"][f"{name}_authenticity"] = auth["authenticity"]
-        clean = enc.validate(tables[name], name=name, nan="match", unseen="mismatch", extra="ignore")
-        out["identical_matches"][f"{name}_share"] = identical_match_share(train_clean, clean)
+        clean = _clean(detector, tables[name], name)
+        out["identical_matches"][f"{name}_share"] = identical_match_share(train.data, clean.data)
         out["nndr"][name] = nndr_summary(t["d1"].to_numpy(), t["d2"].to_numpy())
     out["authenticity"]["distance"] = detector.distance
     out["nndr"]["distance"] = detector.distance
@@ -65,13 +66,22 @@ def distance_evidence(
         out["data_copying"] = None  # needs a holdout, and complete rows (k-means cells)
         return out
     test = DataCopyingTest(
-        n_cells=min(n_cells, len(train_clean)),
+        n_cells=min(n_cells, len(train)),
         distance=copying_distance or detector.distance,
         random_state=random_state,
         n_jobs=detector.n_jobs,
-    ).fit(train_clean.reset_index(drop=True), detector.schema_)
+    ).fit(train)
     out["data_copying"] = {
         "distance": copying_distance or detector.distance,
-        **test.test(synthetic, holdout).summary(),
+        **test.test(_clean(detector, synthetic, "synthetic"), _clean(detector, holdout, "holdout")).summary(),
     }
     return out
+
+
+def _clean(detector: ReplicaDetector, table: Table, name: str) -> ValidatedTable:
+    """``table`` as validated for the detector (a :class:`ValidatedTable` is used as it is)."""
+    if isinstance(table, ValidatedTable):
+        return table
+    return detector.validate(
+        table, name=name, nan="match" if detector.nan != "error" else "error", unseen="mismatch", extra="ignore"
+    )
