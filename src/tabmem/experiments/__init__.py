@@ -5,6 +5,11 @@
 * :func:`attack_to_dir` (``attack.py``): membership inference into a directory, with shadow
   generators (``shadows.py``: planned, trained in parallel, cached, resumable) for the
   shadow-model attacks (what ``tabmem attack`` runs).
+* Studies (``tabmem run``): :func:`load_study` reads a TOML study file (``study.py``: axes, grid,
+  cell hashes), :func:`run_study` runs its cells (``runner.py``) on an executor
+  (``executors.py``: local processes or Ray) through registered pipeline steps (``steps/``: the
+  step interface is in ``steps/base.py``), and :func:`load_results` reads the tidy result table
+  (``store.py`` documents its schema).
 * :func:`write_report` (``report/``): one self-contained HTML report from a study, a train run or
   audit/attack/quality outputs (what ``tabmem report`` runs).
 
@@ -23,6 +28,11 @@ _EXPORTS = {
     "attack_to_dir": "tabmem.experiments.attack",
     "train_shadows": "tabmem.experiments.shadows",
     "load_shadows": "tabmem.experiments.shadows",
+    "load_results": "tabmem.experiments.store",
+    "load_published": "tabmem.experiments.store",
+    "load_study": "tabmem.experiments.study",
+    "run_study": "tabmem.experiments.runner",
+    "plan_study": "tabmem.experiments.runner",
 }
 __all__ = list(_EXPORTS)
 
