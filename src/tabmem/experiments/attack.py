@@ -73,6 +73,7 @@ def attack_to_dir(
     claimed_delta: float | None = None,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    on_report: Callable[[AttackReport], None] | None = None,
 ) -> dict[str, Any]:
     """Run ``attacks`` on (members, non-members, synthetic) into ``out_dir`` (layout in the module docstring).
 
@@ -85,7 +86,7 @@ def attack_to_dir(
     else ``1e-5``. ``claimed_epsilon``/``claimed_delta`` state a DP claim of a generator that tabmem
     did not train (default: ``params``' ``dp_epsilon``/``dp_delta``). ``run_dir`` is the ``tabmem train`` directory of the released generator, when
     it was tracked: its records' DynamicCut intensity goes into ``risk.csv``. Returns the summary
-    (what ``summary.json`` holds).
+    (what ``summary.json`` holds); ``on_report`` receives the :class:`AttackReport` (per-record scores).
     """
     attacks = list(attacks)
     if not attacks:
@@ -169,6 +170,8 @@ def attack_to_dir(
         delta=delta,
         confidence=confidence,
     )
+    if on_report is not None:
+        on_report(report)
     summary = report.summary()
     summary["_meta"]["shadows"] = shadows.meta if shadows is not None else None
     summary["_privacy"] = _privacy_headline(report, delta, confidence, seed, claimed_eps, claimed_delta)
