@@ -140,3 +140,40 @@ def test_errors():
         DigitModifier(in_range=True).transform(df)
     with pytest.raises(TabmemError, match="infinite"):
         DigitModifier().transform(pd.DataFrame({"a": [1.0, np.inf]}))
+
+
+def in_range_reference(original: float, modified: float, lo: float, hi: float) -> float:
+    """The in_range rule by its definition: keep a modified value inside [lo, hi], else the original (clipped)."""
+    if math.isnan(original):
+        return original
+    if lo <= modified <= hi:
+        return modified
+    return min(max(original, lo), hi)
+
+
+def test_in_range_falls_back_to_the_original_value_not_the_clipped_one():
+    train = pd.DataFrame({"v": [0.0, 60.0]})
+    syn = pd.DataFrame({"v": [55.0, 19.5, 70.0, 5.0, -3.0]})
+    out = DigitModifier(1.0, 1.0, in_range=True, columns=["v"]).fit(train).transform(syn)
+    # every digit of str(v) flips: 55.0 -> 66.1 (outside: back to 55, not 60), 19.5 -> 20.6 (kept), 70.0 -> 81.1 (outside and
+    # the original is outside too: 70 clipped to 60), 5.0 -> 6.1 (kept), -3.0 -> -4.1 (outside: -3 clipped to 0)
+    assert out["v"].tolist() == [55.0, 20.6, 60.0, 6.1, 0.0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_in_range_equals_its_definition_cell_by_cell(table, seed):
+    train = table.assign(y=table["y"].clip(100, 2000), k=table["k"].clip(10, 300), x=table["x"].clip(-8, 8))
+    cols = ["x", "y", "k"]
+    free = DigitModifier(0.3, 0.9, random_state=seed, columns=cols).fit(train).transform(table)
+    kept = DigitModifier(0.3, 0.9, in_range=True, random_state=seed, columns=cols).fit(train).transform(table)
+    n_fallbacks = 0
+    for c in cols:
+        lo, hi = float(train[c].min()), float(train[c].max())
+        for v, w, got in zip(table[c], free[c], kept[c]):
+            expected = in_range_reference(float(v), float(w), lo, hi)
+            if math.isnan(expected):
+                assert math.isnan(got)
+            else:
+                assert got == expected  # the same digit flips (same seed), then the rule
+                n_fallbacks += not (lo <= w <= hi)
+    assert n_fallbacks > 10  # the rule was exercised
