@@ -29,7 +29,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "metrics"))
 
@@ -263,5 +262,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    pd.options.mode.copy_on_write = True
     main()

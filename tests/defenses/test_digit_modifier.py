@@ -85,6 +85,36 @@ def test_known_values():
     assert out["n"].tolist() == [0, 21, 1, 0]
 
 
+def test_known_values_of_long_and_huge_floats():
+    # str() keeps 13 decimals here (not the 10 of the scientific-notation expansion), and a value
+    # >= 1e16 is written in scientific notation by str(): expanded to '10000000000000000.0'
+    df = pd.DataFrame({"a": [0.1234567890123, 1e16, -2.5e16]})
+    out = DigitModifier(1.0, 1.0).transform(df)
+    assert out["a"].tolist() == [1.2345678901234, 21111111111111111.1, -36111111111111111.1]
+    assert out["a"].tolist() == [naive_flip_all(v) for v in df["a"]]
+
+
+def test_nullable_integer_column_keeps_its_dtype_and_missing_values():
+    df = pd.DataFrame({"n": pd.array([9, None, 10, 123], dtype="Int64")})
+    out = DigitModifier(1.0, 1.0).transform(df)
+    assert out["n"].dtype == "Int64"
+    assert out["n"].isna().tolist() == [False, True, False, False]
+    assert out["n"].dropna().tolist() == [0, 21, 234]
+
+
+def test_fit_uses_the_schema_kinds_and_keeps_the_index():
+    from tabmem.data.schema import Schema
+
+    df = pd.DataFrame({"x": [1.5, 22.0, 3.25], "code": [1, 2, 1]}, index=[10, 20, 30])
+    schema = Schema(("x", "code"), ("x",), ("code",))  # an integer-coded categorical is not modified
+    dm = DigitModifier(1.0, 1.0).fit(df, schema)
+    out = dm.transform(df)
+    assert out["code"].tolist() == [1, 2, 1] and out["x"].tolist() == [2.6, 33.1, 4.36]
+    probs = dm.flip_probabilities(df)
+    assert list(probs.index) == [10, 20, 30] and list(probs.columns) == ["x"]
+    assert list(out.index) == [10, 20, 30]
+
+
 def test_probability_zero_is_identity_and_input_unchanged(table):
     before = table.copy()
     out = DigitModifier(0.0, 0.0, random_state=1).transform(table)
@@ -136,7 +166,7 @@ def test_errors():
         DigitModifier(scale="linear").transform(df)
     with pytest.raises(TabmemError, match="'s'"):
         DigitModifier(columns=["s"]).transform(df)
-    with pytest.raises(TabmemError, match="fit"):
+    with pytest.raises(TabmemError, match=r"DigitModifier\(in_range=True\) needs fit"):
         DigitModifier(in_range=True).transform(df)
     with pytest.raises(TabmemError, match="infinite"):
         DigitModifier().transform(pd.DataFrame({"a": [1.0, np.inf]}))
