@@ -14,6 +14,7 @@ Run it from a separate virtualenv (mutmut is not a project dependency; an unpinn
     /work/venvs/mutation/bin/pip install -e ".[all,test]" mutmut
     nice -n 10 /work/venvs/mutation/bin/python benchmarks/mutation.py --modules digit_modifier tlp
     /work/venvs/mutation/bin/python benchmarks/mutation.py --report-only      # tables from earlier runs
+    /work/venvs/mutation/bin/python benchmarks/mutation.py --modules tlp --recheck  # after adding tests
 
 Each module runs in its own copy of the work tree under ``--work`` (mutmut writes a ``mutants/``
 folder there), one module at a time, with only that module's test files, one torch/BLAS thread
@@ -118,11 +119,22 @@ def prepare(name: str, work: Path, fresh: bool) -> Path:
     return dest
 
 
-def run_module(name: str, work: Path, max_children: int, time_limit: float | None, fresh: bool) -> None:
+def sync_tests(name: str, work: Path) -> None:
+    """Copy the current test files into an earlier run's copy (and mutmut's), to re-check survivors."""
+    dest = work / name
+    for sub in (dest, dest / "mutants"):
+        if sub.exists():
+            shutil.rmtree(sub / "tests", ignore_errors=True)
+            shutil.copytree(ROOT / "tests", sub / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def run_module(
+    name: str, work: Path, max_children: int, time_limit: float | None, fresh: bool, only: list[str] | None = None
+) -> None:
     dest = prepare(name, work, fresh)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     mutmut = Path(sys.executable).with_name("mutmut")
-    cmd = [str(mutmut), "run", "--max-children", str(max_children)]
+    cmd = [str(mutmut), "run", "--max-children", str(max_children), *(only or [])]
     print(f"[{name}] {' '.join(cmd)} in {dest}", flush=True)
     t0 = time.perf_counter()
     with open(dest / "mutmut-run.log", "a") as log:
@@ -169,13 +181,21 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per module (resumable)")
     ap.add_argument("--fresh", action="store_true", help="start over instead of continuing earlier runs")
     ap.add_argument("--report-only", action="store_true", help="only print the tables of earlier runs")
+    ap.add_argument(
+        "--recheck", action="store_true", help="copy the current tests in and re-run only the surviving mutants"
+    )
     ap.add_argument("--json", type=Path, help="also write the summary here")
     ap.add_argument("--target", type=float, default=0.9)
     args = ap.parse_args()
     equivalent = json.loads(EQUIVALENT_FILE.read_text()) if EQUIVALENT_FILE.exists() else {}
     summaries = []
     for name in args.modules:
-        if not args.report_only:
+        if args.recheck:
+            sync_tests(name, args.work)
+            survivors = [k for k, v in results(name, args.work).items() if v == "survived"]
+            if survivors:
+                run_module(name, args.work, args.max_children, args.time_limit, False, survivors)
+        elif not args.report_only:
             run_module(name, args.work, args.max_children, args.time_limit, args.fresh)
         statuses = results(name, args.work)
         if statuses:

@@ -207,3 +207,41 @@ def test_in_range_equals_its_definition_cell_by_cell(table, seed):
                 assert got == expected  # the same digit flips (same seed), then the rule
                 n_fallbacks += not (lo <= w <= hi)
     assert n_fallbacks > 10  # the rule was exercised
+
+
+@pytest.mark.parametrize("scale", ["magnitude", "log", "rank"])
+def test_degenerate_pools_follow_the_formula(scale):
+    # all zeros: a(v) = 0 (no division by a zero maximum), so g = p_min and every digit still flips at p_min = 1
+    zeros = pd.DataFrame({"z": [0.0, 0.0, 0.0]})
+    dm = DigitModifier(1.0, 1.0, scale=scale)
+    assert dm.flip_probabilities(zeros)["z"].tolist() == [1.0, 1.0, 1.0]
+    assert dm.transform(zeros)["z"].tolist() == [1.1, 1.1, 1.1]
+    # one value: a(v) = v / max = 1 for magnitude/log; rank has no spread (|V| - 1 = 0) -> 0
+    one = pd.DataFrame({"v": [np.nan, 0.5, np.nan]})
+    g = DigitModifier(0.2, 0.6, scale=scale).flip_probabilities(one)["v"]
+    assert np.isnan(g[0]) and np.isnan(g[2])
+    assert g[1] == pytest.approx(0.2 if scale == "rank" else 0.6)
+    # only missing values: nothing to modify, no error
+    empty = pd.DataFrame({"e": [np.nan, np.nan]})
+    assert DigitModifier(0.2, 0.6, scale=scale).transform(empty)["e"].isna().all()
+
+
+def test_magnitudes_below_one_scale_by_their_maximum():
+    df = pd.DataFrame({"s": [0.2, 0.5, 0.05]})
+    g = DigitModifier(0.0, 1.0).flip_probabilities(df)["s"]
+    np.testing.assert_allclose(g, [0.4, 1.0, 0.1])
+
+
+def test_in_range_bounds_are_inclusive():
+    train = pd.DataFrame({"v": [20.6, 66.1]})
+    syn = pd.DataFrame({"v": [19.5, 55.0, 60.0]})
+    out = DigitModifier(1.0, 1.0, in_range=True, columns=["v"]).fit(train).transform(syn)
+    # 19.5 -> 20.6 == min and 55.0 -> 66.1 == max are kept; 60.0 -> 71.1 falls back to 60.0
+    assert out["v"].tolist() == [20.6, 66.1, 60.0]
+
+
+def test_float32_column_with_missing_values_keeps_its_dtype():
+    df = pd.DataFrame({"f": np.array([1.5, np.nan, 2.25], dtype=np.float32)})
+    out = DigitModifier(1.0, 1.0).transform(df)
+    assert out["f"].dtype == np.float32 and np.isnan(out["f"][1])
+    np.testing.assert_allclose(out["f"][[0, 2]], [2.6, 3.36], rtol=1e-6)
