@@ -140,3 +140,29 @@ def test_bootstrap_ci_equals_a_direct_resampling_loop():
         lo, hi = np.percentile(aucs, [tail, 100 - tail])
         assert res.auc_ci == pytest.approx((lo, hi), abs=1e-12)
         assert res.auc == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+def test_tpr_intervals_match_a_naive_bootstrap_and_resolution():
+    rng = np.random.default_rng(5)
+    y = np.r_[np.ones(200, bool), np.zeros(150, bool)]
+    s = rng.normal(size=350) + 0.8 * y
+    res = evaluate_membership(s, y, n_bootstrap=200, random_state=11)
+    # the naive loop: the same stratified resamples, scikit-learn's ROC, the paper's interpolation
+    boot = np.random.default_rng(11)
+    pos, neg = s[y], s[~y]
+    tprs = []
+    for _ in range(200):
+        sp = pos[boot.integers(pos.size, size=pos.size)]
+        sn = neg[boot.integers(neg.size, size=neg.size)]
+        fpr, tpr, _ = roc_curve(np.r_[np.ones(sp.size), np.zeros(sn.size)], np.r_[sp, sn])
+        tprs.append([np.interp(f, fpr, tpr) for f in (0.0, 0.001, 0.01, 0.1)])
+    lo, hi = np.quantile(np.array(tprs), [0.025, 0.975], axis=0)
+    for i, f in enumerate((0.0, 0.001, 0.01, 0.1)):
+        assert res.tpr_at_fpr_ci[f] == pytest.approx((lo[i], hi[i]), abs=1e-12)
+    assert res.tpr_at_fpr_ci[0.1][0] <= res.tpr_at_fpr[0.1] <= res.tpr_at_fpr_ci[0.1][1]
+    # the AUC interval comes from the same resamples as before (unchanged by the TPR intervals)
+    assert res.auc_ci == evaluate_membership(s, y, n_bootstrap=200, random_state=11).auc_ci
+    assert res.min_resolved_fpr == pytest.approx(1 / 150)
+    d = res.to_dict()
+    assert d["min_resolved_fpr"] == pytest.approx(1 / 150) and set(d["tpr_at_fpr_ci"]) == {"0", "0.001", "0.01", "0.1"}
+    assert evaluate_membership(s, y, n_bootstrap=0).to_dict()["tpr_at_fpr_ci"]["0.1"] == [None, None]

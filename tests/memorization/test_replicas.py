@@ -286,3 +286,58 @@ def test_nan_drop_keeps_file_positions() -> None:
     syn = pd.DataFrame({"x": [0.0, np.nan, 3.0], "y": [0.0, 1.0, 4.0], "c": ["a", "a", "a"], "t": [0, 0, 0]})
     t = ReplicaDetector(nan="drop").fit(train_table(), SCHEMA).score(syn).table
     assert list(t.synthetic_row) == [0, 2]
+
+
+# ------------------------------------------------------------ bootstrap intervals
+def test_rate_bootstrap_has_the_distribution_of_row_resampling() -> None:
+    from tabmem.memorization.replicas import rate_bootstrap
+
+    rng = np.random.default_rng(0)
+    flags = rng.random(250) < 0.3
+    fast = rate_bootstrap(flags, 20_000, random_state=1)
+    # the naive bootstrap: resample the rows with replacement and take the mean
+    naive = np.array([flags[rng.integers(0, flags.size, flags.size)].mean() for _ in range(20_000)])
+    assert fast.mean() == pytest.approx(naive.mean(), abs=2e-3)
+    assert fast.std() == pytest.approx(naive.std(), rel=0.05)
+    for q in (0.025, 0.5, 0.975):
+        assert np.quantile(fast, q) == pytest.approx(np.quantile(naive, q), abs=0.009)  # within one row of 250
+    assert np.isnan(rate_bootstrap(np.zeros(0, bool), 5)).all()
+
+
+def test_summary_intervals_cover_and_are_reproducible() -> None:
+    train, syn = random_tables(6, 300, 200)
+    holdout, _ = random_tables(7, 150, 10)
+    res = ReplicaDetector("gower").fit(train, SCHEMA).score(syn, holdout=holdout, unseen="mismatch")
+    s = res.summary()
+    assert s == res.summary()  # same seed, same intervals
+    assert res.summary(random_state=1)["excess_memorization_ci"] != s["excess_memorization_ci"]
+    for key, value in [
+        ("memorization_rate_ci", s["memorization_rate"]),
+        ("holdout_memorization_rate_ci", s["holdout_memorization_rate"]),
+        ("excess_memorization_ci", s["excess_memorization"]),
+    ]:
+        lo, hi = s[key]
+        assert lo <= value <= hi, key
+    # a rate's interval is about the normal one, +-1.96 sqrt(p (1 - p) / n)
+    p, n = s["memorization_rate"], s["n_synthetic"]
+    half = 1.96 * math.sqrt(p * (1 - p) / n)
+    assert s["memorization_rate_ci"][1] - s["memorization_rate_ci"][0] == pytest.approx(2 * half, rel=0.15)
+    # the difference of independent rates is wider than either
+    ph, nh = s["holdout_memorization_rate"], s["n_holdout"]
+    half_diff = 1.96 * math.sqrt(p * (1 - p) / n + ph * (1 - ph) / nh)
+    assert s["excess_memorization_ci"][1] - s["excess_memorization_ci"][0] == pytest.approx(2 * half_diff, rel=0.15)
+    assert s["confidence"] == 0.95 and s["n_bootstrap"] == 2000
+    narrow = res.summary(confidence=0.5)["excess_memorization_ci"]
+    assert narrow[1] - narrow[0] < s["excess_memorization_ci"][1] - s["excess_memorization_ci"][0]
+
+
+def test_summary_interval_arguments_are_checked() -> None:
+    from tabmem.errors import ParameterError
+
+    train, syn = random_tables(6, 50, 20)
+    res = ReplicaDetector("gower").fit(train, SCHEMA).score(syn)
+    assert "excess_memorization_ci" not in res.summary()  # no holdout, no excess
+    with pytest.raises(ParameterError, match="confidence"):
+        res.summary(confidence=1.0)
+    with pytest.raises(ParameterError, match="n_bootstrap"):
+        res.summary(n_bootstrap=0)

@@ -37,6 +37,15 @@ class MembershipResult:
     n_members: int
     n_non_members: int
     roc: pd.DataFrame = field(repr=False)
+    tpr_at_fpr_ci: dict[float, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def min_resolved_fpr(self) -> float:
+        """The smallest non-zero FPR the non-members can measure: 1 / n_non_members.
+
+        Below it, a TPR@FPR is the interpolation towards TPR@0, not a measured operating point.
+        """
+        return 1.0 / self.n_non_members
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (FPR keys as strings ``"0"``, ``"0.001"``...)."""
@@ -49,6 +58,8 @@ class MembershipResult:
             "threshold": _finite(self.threshold),
             "n_members": self.n_members,
             "n_non_members": self.n_non_members,
+            "tpr_at_fpr_ci": {_key(f): [_finite(v) for v in ci] for f, ci in self.tpr_at_fpr_ci.items()},
+            "min_resolved_fpr": self.min_resolved_fpr,
         }
 
 
@@ -119,8 +130,10 @@ def evaluate_membership(
 ) -> MembershipResult:
     """Evaluate membership scores (higher = more likely a member) against the truth.
 
-    ``auc_ci`` is a percentile bootstrap interval that resamples members and non-members
-    separately (stratified, ``n_bootstrap`` resamples; 0 disables it and gives ``(nan, nan)``).
+    ``auc_ci`` and ``tpr_at_fpr_ci`` are percentile bootstrap intervals from the same resamples,
+    which draw members and non-members separately (stratified, ``n_bootstrap`` resamples; 0
+    disables them and gives ``(nan, nan)``); the TPR of a resample is the paper's
+    interpolated ``TPR@f`` on that resample's ROC curve.
     ``balanced_accuracy`` is ``max_t (TPR(t) + 1 - FPR(t)) / 2`` over the ROC thresholds and
     ``threshold`` the score reaching it (predict member when ``score >= threshold``).
     """
@@ -136,12 +149,14 @@ def evaluate_membership(
     auc = _auc(s, y)
     j = int(np.argmax(tpr - fpr))
     bal = float((tpr[j] + 1.0 - fpr[j]) / 2.0)
-    ci = _bootstrap_auc(s, y, n_bootstrap, confidence, random_state)
+    fprs = tuple(float(f) for f in fprs)
+    ci, tpr_ci = _bootstrap(s, y, n_bootstrap, confidence, random_state, fprs)
     return MembershipResult(
         auc=auc,
         auc_ci=ci,
-        tpr_at_fpr={float(f): tpr_at_fpr(fpr, tpr, float(f)) for f in fprs},
-        tpr_at_fpr_strict={float(f): tpr_at_fpr_strict(fpr, tpr, float(f)) for f in fprs},
+        tpr_at_fpr_ci=tpr_ci,
+        tpr_at_fpr={f: tpr_at_fpr(fpr, tpr, f) for f in fprs},
+        tpr_at_fpr_strict={f: tpr_at_fpr_strict(fpr, tpr, f) for f in fprs},
         balanced_accuracy=bal,
         threshold=float(thr[j]),
         n_members=int(y.sum()),
@@ -150,23 +165,29 @@ def evaluate_membership(
     )
 
 
-def _bootstrap_auc(
-    s: np.ndarray, y: np.ndarray, n_boot: int, confidence: float, random_state: Any
-) -> tuple[float, float]:
+def _bootstrap(
+    s: np.ndarray, y: np.ndarray, n_boot: int, confidence: float, random_state: Any, fprs: tuple[float, ...]
+) -> tuple[tuple[float, float], dict[float, tuple[float, float]]]:
+    """Percentile intervals of the AUC and of every TPR@f over stratified resamples."""
+    nan2 = (float("nan"), float("nan"))
     if n_boot == 0:
-        return (float("nan"), float("nan"))
+        return nan2, {f: nan2 for f in fprs}
     rng = np.random.default_rng(random_state)
     pos, neg = s[y], s[~y]
     lab = np.concatenate([np.ones(pos.size, bool), np.zeros(neg.size, bool)])
     aucs = np.empty(n_boot)
+    tprs = np.empty((n_boot, len(fprs)))
     for b in range(n_boot):
         sample = np.concatenate(
             [pos[rng.integers(pos.size, size=pos.size)], neg[rng.integers(neg.size, size=neg.size)]]
         )
         aucs[b] = _auc(sample, lab)
+        fpr, tpr, _ = roc_curve(lab, sample, drop_intermediate=False)
+        tprs[b] = np.interp(fprs, fpr, tpr)
     alpha = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(aucs, [alpha, 1.0 - alpha])
-    return (float(lo), float(hi))
+    t_lo, t_hi = np.quantile(tprs, [alpha, 1.0 - alpha], axis=0)
+    return (float(lo), float(hi)), {f: (float(t_lo[i]), float(t_hi[i])) for i, f in enumerate(fprs)}
 
 
 def top_k_worst_case(

@@ -6,11 +6,12 @@ Targets are the members followed by the non-members (``target_row`` = position i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.metrics import roc_curve
 
 from tabmem.attacks.base import ATTACKS, get_attack
 from tabmem.attacks.evaluation import MembershipResult, evaluate_membership
@@ -28,6 +29,7 @@ class AttackReport:
     scores: pd.DataFrame
     n_overlap: int
     skipped: dict[str, str]
+    config: dict[str, Any] = field(default_factory=dict)
 
     def risk(self) -> pd.DataFrame:
         """Per-record risk table joining all attacks (ranks, best rank first); see :func:`tabmem.attacks.compare.risk_table`."""
@@ -35,6 +37,22 @@ class AttackReport:
 
         attack_cols = [c for c in self.scores.columns if c not in ("target_row", "is_member")]
         return risk_table(self.scores[attack_cols], self.scores["is_member"].to_numpy())
+
+    def roc(self) -> pd.DataFrame:
+        """Every attack's ROC curve as one long table: ``attack``, ``fpr``, ``tpr``, ``threshold``.
+
+        Only the corners are kept (scikit-learn's ``drop_intermediate=True``): the points dropped
+        lie on the straight segments between those kept, so the curve, the AUC and every
+        interpolated TPR@FPR are unchanged.
+        """
+        y = self.scores["is_member"].to_numpy(dtype=bool)
+        parts = []
+        for name in self.results:
+            fpr, tpr, thr = roc_curve(y, self.scores[name].to_numpy(np.float64), drop_intermediate=True)
+            parts.append(pd.DataFrame({"attack": name, "fpr": fpr, "tpr": tpr, "threshold": thr}))
+        if not parts:
+            return pd.DataFrame({"attack": pd.Series(dtype=str), "fpr": [], "tpr": [], "threshold": []})
+        return pd.concat(parts, ignore_index=True)
 
     def summary(self) -> dict[str, Any]:
         """``{attack: {"auc", "auc_ci", "tpr_at_fpr", ...}}`` plus ``"_meta"`` (sizes, overlap, skipped attacks)."""
@@ -46,6 +64,7 @@ class AttackReport:
             "n_member_rows_also_in_non_members": self.n_overlap,
             "skipped": self.skipped,
             "target_row": "position in members followed by non-members",
+            "config": self.config,
         }
         return out
 
@@ -117,7 +136,21 @@ def run_attacks(
         s = attack.score(targets)
         scores[name] = s
         results[name] = evaluate_membership(s, is_member, n_bootstrap=n_bootstrap, random_state=random_state)
-    return AttackReport(results=results, scores=scores, n_overlap=n_overlap, skipped=skipped)
+    config = {
+        "attacks": list(attacks),
+        "attack_params": {k: {p: _plain(v) for p, v in kw.items()} for k, kw in params.items() if k in attacks},
+        "nan": nan,
+        "n_bootstrap": int(n_bootstrap),
+        "random_state": random_state,
+    }
+    return AttackReport(results=results, scores=scores, n_overlap=n_overlap, skipped=skipped, config=config)
+
+
+def _plain(value: Any) -> Any:
+    """A parameter as JSON-ready config (objects such as a serializer instance by their class name)."""
+    if value is None or isinstance(value, (bool, int, float, str, list, dict, tuple)):
+        return value
+    return type(value).__name__
 
 
 def _row_keys(clean: pd.DataFrame) -> np.ndarray:

@@ -1,8 +1,8 @@
 """``tabmem attack``: no-box membership inference on a synthetic table (LevAtt, DCR, MC, density, DOMIAS).
 
-Writes ``summary.json``, ``scores.csv`` and ``risk.csv`` (per-record worst case: every attack's rank,
-records with the strongest evidence first) to ``--out``; the terminal shows aggregate metrics
-only, never a record's values.
+Writes ``summary.json``, ``scores.csv``, ``risk.csv`` (per-record worst case: every attack's rank,
+records with the strongest evidence first) and ``roc.csv`` (every attack's ROC corners) to
+``--out``; the terminal shows aggregate metrics only, never a record's values.
 """
 
 from __future__ import annotations
@@ -105,6 +105,7 @@ def attack(
     write_json(out / "summary.json", report.summary())
     write_frame(out / "scores.csv", report.scores)
     write_frame(out / "risk.csv", report.risk())
+    write_frame(out / "roc.csv", report.roc())
     table = Table(title="Membership inference (higher AUC = more leakage; 0.5 = chance)")
     for col in ("attack", "AUC", "95% CI", "TPR@FPR=0", "TPR@0.001", "TPR@0.01", "TPR@0.1"):
         table.add_column(col)
@@ -123,5 +124,6 @@ def attack(
     if report.n_overlap:
         console.print(f"warning: {report.n_overlap} member row(s) also appear among the non-members")
     console.print(
-        f"wrote {out / 'summary.json'}, {out / 'scores.csv'} and {out / 'risk.csv'} (records by strongest evidence)"
+        f"wrote {out / 'summary.json'}, {out / 'scores.csv'}, {out / 'risk.csv'} (records by strongest evidence) "
+        f"and {out / 'roc.csv'}"
     )

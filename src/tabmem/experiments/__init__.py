@@ -2,10 +2,26 @@
 
 * :func:`train_to_dir` / :func:`demo_train` (``training.py``): train a generator with tracking,
   checkpoints and the final audit into a run directory (what ``tabmem train`` and ``tabmem demo`` run).
+* :func:`write_report` (``report/``): one self-contained HTML report from a study, a train run or
+  audit/attack/quality outputs (what ``tabmem report`` runs).
+
+Names are imported on first use, so that reading results (the report) does not import torch.
 """
 
 from __future__ import annotations
 
-from tabmem.experiments.training import demo_train, train_to_dir
+import importlib
+from typing import Any
 
-__all__ = ["train_to_dir", "demo_train"]
+_EXPORTS = {
+    "train_to_dir": "tabmem.experiments.training",
+    "demo_train": "tabmem.experiments.training",
+    "write_report": "tabmem.experiments.report",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'tabmem.experiments' has no attribute {name!r}")

@@ -9,7 +9,8 @@ short call the ``tabmem demo`` command uses. Directory layout::
     DIR/history.csv      per-epoch losses (and memorization rate at tracked epochs)
     DIR/tracking/        per-record memorization records (MemorizationTracker)
     DIR/synthetic.csv    |train| rows from the final model
-    DIR/summary.json     final memorization rate / Mem-AUC next to the holdout baseline
+    DIR/records.csv      per training record (position): replicas in synthetic.csv and Mem-AUC share
+    DIR/summary.json     final memorization rate / Mem-AUC next to the holdout baseline, bootstrap CIs
     DIR/dynamics.json    Top vs Non-top training-dynamics comparison (when tracking)
     DIR/trajectories.csv per tracked epoch, Top vs Non-top Mem-AUC and memorized fractions
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +205,11 @@ def train_to_dir(
         det = tracker.detector_ if tracker is not None else ReplicaDetector(distance).fit(train, schema)
         result = det.score(synthetic)
     write_frame(out / "synthetic.csv", synthetic)
-    summary = {k: v for k, v in result.summary().items() if k != "heavy_tail"}
+    write_frame(out / "records.csv", result.records())
+    if holdout is not None:
+        det = tracker.detector_ if tracker is not None else ReplicaDetector(distance).fit(train, schema)
+        result = replace(result, holdout=det.score(holdout, name="holdout", unseen="mismatch"))
+    summary = result.summary(random_state=seed)
     summary.update(
         model=model,
         preset=preset,
@@ -211,16 +217,8 @@ def train_to_dir(
         seed=int(seed),
         train_seconds=train_seconds,
         n_train=int(gen.n_train_),
-        heavy_tail=result.heavy_tail(),
         final_loss=gen.history_[-1].get("loss") if gen.history_ else None,
     )
-    if holdout is not None:
-        det = tracker.detector_ if tracker is not None else ReplicaDetector(distance).fit(train, schema)
-        hold = det.score(holdout, name="holdout", unseen="mismatch")
-        summary["n_holdout"] = hold.n_synthetic
-        summary["holdout_memorization_rate"] = hold.memorization_rate
-        summary["holdout_mem_auc"] = hold.mem_auc
-        summary["excess_memorization"] = result.memorization_rate - hold.memorization_rate
     if tracker is not None and tracker.epochs_:
         dyn = tracker.dynamics()
         comparison = dyn.compare(q=q, final_counts=result.record_counts)

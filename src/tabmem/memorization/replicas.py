@@ -26,6 +26,9 @@ from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET, kneighbors
 from tabmem.neighbors.distances import Distance, get_distance
 
 TRAPZ10_GRID = np.linspace(0.0, 1.0, 10)
+#: resamples and confidence of the bootstrap intervals in :meth:`ReplicaResult.summary`
+N_BOOTSTRAP = 2000
+CONFIDENCE = 0.95
 
 
 def memorization_rate(ratio: np.ndarray, threshold: float = 1 / 3) -> float:
@@ -65,6 +68,32 @@ def gini(values: np.ndarray) -> float:
         return float("nan")
     cum = np.cumsum(v)
     return float((n + 1 - 2 * (cum.sum() / total)) / n)
+
+
+def rate_bootstrap(
+    flags: np.ndarray, n_bootstrap: int = N_BOOTSTRAP, random_state: int | np.random.Generator | None = 0
+) -> np.ndarray:
+    """``n_bootstrap`` percentile-bootstrap replicates of the mean of the 0/1 ``flags``.
+
+    Resampling n rows with replacement from 0/1 values and taking the mean has exactly the
+    distribution Binomial(n, mean(flags)) / n, so the replicates are drawn from it directly
+    (O(n_bootstrap), whatever n; tested against the row-resampling loop).
+    """
+    flags = np.asarray(flags, dtype=bool)
+    n = flags.size
+    if n == 0:
+        return np.full(n_bootstrap, np.nan)
+    rng = np.random.default_rng(random_state)
+    return rng.binomial(n, flags.mean(), size=n_bootstrap) / n
+
+
+def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The (1 - confidence)/2 and (1 + confidence)/2 quantiles of bootstrap replicates (NaN when empty)."""
+    r = np.asarray(replicates, dtype=float)
+    if r.size == 0 or np.isnan(r).any():
+        return (float("nan"), float("nan"))
+    lo, hi = np.quantile(r, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return (float(lo), float(hi))
 
 
 @dataclass
@@ -131,8 +160,21 @@ class ReplicaResult:
         out["gini"] = gini(counts)
         return out
 
-    def summary(self) -> dict[str, object]:
-        """The headline numbers (the keys of ``summary.json``)."""
+    def summary(
+        self, *, n_bootstrap: int = N_BOOTSTRAP, confidence: float = CONFIDENCE, random_state: int = 0
+    ) -> dict[str, object]:
+        """The headline numbers (the keys of ``summary.json``).
+
+        ``*_ci`` keys are percentile-bootstrap intervals (``confidence``, ``n_bootstrap``
+        resamples): synthetic and holdout rows are resampled independently, and the excess
+        memorization's interval is that of the difference of the two resampled rates. Same
+        ``random_state``, same intervals.
+        """
+        check_positive_int("n_bootstrap", n_bootstrap)
+        check_number("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
+        flags = self.table["is_replica"].to_numpy(dtype=bool)
+        seeds = np.random.SeedSequence(random_state).spawn(2)
+        boot = rate_bootstrap(flags, n_bootstrap, np.random.default_rng(seeds[0]))
         s: dict[str, object] = {
             "n_train": self.n_train,
             "n_synthetic": self.n_synthetic,
@@ -144,12 +186,19 @@ class ReplicaResult:
             "n_replicas": int(self.table["is_replica"].sum()),
             "n_nan_ratio": int(self.table["ratio"].isna().sum()),
             "heavy_tail": self.heavy_tail(),
+            "memorization_rate_ci": list(percentile_interval(boot, confidence)),
+            "confidence": confidence,
+            "n_bootstrap": n_bootstrap,
         }
         if self.holdout is not None:
+            hold_flags = self.holdout.table["is_replica"].to_numpy(dtype=bool)
+            hold_boot = rate_bootstrap(hold_flags, n_bootstrap, np.random.default_rng(seeds[1]))
             s["n_holdout"] = self.holdout.n_synthetic
             s["holdout_memorization_rate"] = self.holdout.memorization_rate
             s["holdout_mem_auc"] = self.holdout.mem_auc
             s["excess_memorization"] = self.memorization_rate - self.holdout.memorization_rate
+            s["holdout_memorization_rate_ci"] = list(percentile_interval(hold_boot, confidence))
+            s["excess_memorization_ci"] = list(percentile_interval(boot - hold_boot, confidence))
         return s
 
 
