@@ -166,3 +166,61 @@ def test_tpr_intervals_match_a_naive_bootstrap_and_resolution():
     d = res.to_dict()
     assert d["min_resolved_fpr"] == pytest.approx(1 / 150) and set(d["tpr_at_fpr_ci"]) == {"0", "0.001", "0.01", "0.1"}
     assert evaluate_membership(s, y, n_bootstrap=0).to_dict()["tpr_at_fpr_ci"]["0.1"] == [None, None]
+
+
+def test_summary_keys_and_values_are_the_documented_contract():
+    rng = np.random.default_rng(6)
+    y = np.r_[np.ones(30, bool), np.zeros(50, bool)]
+    s = rng.normal(size=80) + y
+    res = evaluate_membership(s, y, n_bootstrap=20, random_state=1)
+    d = res.to_dict()
+    assert d == {
+        "auc": res.auc,
+        "auc_ci": [res.auc_ci[0], res.auc_ci[1]],
+        "tpr_at_fpr": {"0": res.tpr_at_fpr[0.0], "0.001": res.tpr_at_fpr[0.001], "0.01": res.tpr_at_fpr[0.01],
+                       "0.1": res.tpr_at_fpr[0.1]},
+        "tpr_at_fpr_strict": {"0": res.tpr_at_fpr_strict[0.0], "0.001": res.tpr_at_fpr_strict[0.001],
+                              "0.01": res.tpr_at_fpr_strict[0.01], "0.1": res.tpr_at_fpr_strict[0.1]},
+        "balanced_accuracy": res.balanced_accuracy,
+        "threshold": res.threshold,
+        "n_members": 30,
+        "n_non_members": 50,
+        "tpr_at_fpr_ci": {_k: list(ci) for _k, ci in zip(["0", "0.001", "0.01", "0.1"], res.tpr_at_fpr_ci.values())},
+        "min_resolved_fpr": pytest.approx(1 / 50),
+    }  # fmt: skip
+    assert all(isinstance(v, float) for v in d["auc_ci"]) and np.isfinite(d["threshold"])
+
+
+def test_strict_tpr_on_curves_without_a_zero_fpr_point():
+    # a curve that never reaches FPR <= target: no deterministic threshold qualifies -> TPR 0
+    assert tpr_at_fpr_strict(np.array([0.2, 1.0]), np.array([0.5, 1.0]), 0.1) == 0.0
+    assert tpr_at_fpr_strict(np.array([0.0, 0.1, 0.2]), np.array([0.3, 0.5, 0.9]), 0.1) == 0.5  # FPR = f counts
+
+
+def test_top_k_worst_case_defaults_order_ties_and_validation():
+    rng = np.random.default_rng(7)
+    runs = pd.DataFrame({"generator": np.repeat(["z", "a", "m"], 25), "tpr_at_fpr_0.1": rng.random(75)})
+    top = top_k_worst_case(runs)  # default k = 20 per generator, groups in sorted order
+    assert top.groupby("generator", sort=False).size().to_dict() == {"a": 20, "m": 20, "z": 20}
+    assert list(dict.fromkeys(top["generator"])) == ["a", "m", "z"]
+    # ties keep the original order (stable), whatever the group size
+    tied = pd.DataFrame({"generator": ["g"] * 200, "tpr_at_fpr_0.1": np.zeros(200)})
+    assert top_k_worst_case(tied, k=7).index.tolist() == list(range(7))
+    assert len(top_k_worst_case(runs, k=1)) == 3
+    for bad in (0, 1.5):
+        with pytest.raises(TabmemError, match=f"top_k_worst_case: k must be a positive integer, got {bad!r}"):
+            top_k_worst_case(runs, k=bad)
+    assert top_k_worst_case(runs.assign(generator=np.nan)).empty  # no group: nothing to rank
+
+
+def test_worst_case_records_ranks_ids_and_columns():
+    s = [5, 3, 3, 3, 1] + [0] * 30  # integer scores, a three-way tie
+    out = worst_case_records(s)
+    assert len(out) == 20 and list(out.columns) == ["target_row", "score", "rank"]  # default k = 20
+    assert out["score"].dtype == np.float64 and out["rank"].dtype == np.int64
+    assert out["rank"].tolist()[:5] == [1, 2, 2, 2, 5]  # ties share the best rank
+    assert out.index.tolist() == list(range(20))
+    ids = [f"r{i}" for i in range(35)]
+    named = worst_case_records(s, k=3, ids=ids)
+    assert named["target_row"].tolist() == ["r0", "r1", "r2"]
+    assert worst_case_records(s, k=0).empty
