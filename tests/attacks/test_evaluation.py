@@ -224,3 +224,30 @@ def test_worst_case_records_ranks_ids_and_columns():
     named = worst_case_records(s, k=3, ids=ids)
     assert named["target_row"].tolist() == ["r0", "r1", "r2"]
     assert worst_case_records(s, k=0).empty
+
+
+def test_defaults_roc_points_and_argument_edges():
+    rng = np.random.default_rng(8)
+    y = np.r_[np.ones(40, bool), np.zeros(60, bool)]
+    s = rng.integers(0, 10, size=100) + 2 * y
+    res = evaluate_membership(s, y)
+    assert res.auc_ci == evaluate_membership(s, y, n_bootstrap=200, random_state=0).auc_ci  # documented defaults
+    fpr, tpr, thr = roc_curve(y, s, drop_intermediate=False)  # every ROC point, not the plotted subset
+    pd.testing.assert_frame_equal(res.roc, pd.DataFrame({"fpr": fpr, "tpr": tpr, "threshold": thr}))
+    assert evaluate_membership(s, y, fprs=(0.0, 1.0), n_bootstrap=0).tpr_at_fpr[1.0] == 1.0  # both ends allowed
+    for bad in (0, 1, 2):
+        with pytest.raises(TabmemError, match=rf"confidence must be in \(0, 1\), got {bad}"):
+            evaluate_membership(s, y, confidence=bad)
+    with pytest.raises(TabmemError, match="n_bootstrap must be a non-negative integer, got -1"):
+        evaluate_membership(s, y, n_bootstrap=-1)
+
+
+def test_score_errors_name_the_problem_and_positions():
+    with pytest.raises(TabmemError, match="is_member must hold booleans or 0/1 values"):
+        evaluate_membership([1, 2], [2, 3])
+    scores = [0.5, np.nan, 0.1, np.nan, np.nan, np.nan, np.nan, np.nan]
+    with pytest.raises(TabmemError, match=r"6 score\(s\) are NaN \(first positions: \[1, 3, 4, 5, 6\]\)"):
+        evaluate_membership(scores, [1, 0] * 4)
+    for missing in ([1.0, None], pd.Series([1.0, None], dtype=object)):  # None is a missing score too
+        with pytest.raises(TabmemError, match=r"1 score\(s\) are NaN \(first positions: \[1\]\)"):
+            evaluate_membership(missing, [1, 0])
