@@ -82,17 +82,31 @@ def _recorder(table):
 
 
 def test_trials_record_each_margin_by_its_criterion():
-    _, evaluate = _recorder(lambda t: (0.66, 0.25) if t < 5 else (0.5, 0.1))
+    # before t = 5 the TPR margin (0.04) is the smaller one, the AUC margin is 0.22
+    calls, evaluate = _recorder(lambda t: (0.67, 0.13) if t < 5 else (0.5, 0.1))
     res = search_tendency(evaluate, "auc")
     assert list(res.trials.columns) == ["tendency", "auc", "tpr_at_0_1", "margin", "met"]
     first = res.trials.iloc[0]
-    assert first["margin"] == pytest.approx((0.66 - 0.55) / 0.55) and not first["met"]
+    assert first["margin"] == pytest.approx((0.67 - 0.55) / 0.55) and not first["met"]
+    assert calls == [3.0, 4.5, 6.0]  # auc: +1.5 on the AUC margin
+    calls.clear()
     res = search_tendency(evaluate, "tpr")
-    assert res.trials.iloc[0]["margin"] == pytest.approx((0.25 - 0.125) / 0.125)
+    assert res.trials.iloc[0]["margin"] == pytest.approx((0.13 - 0.125) / 0.125)
+    assert calls == [2.5, 3.0, 3.5, 4.0, 4.5, 5.0]  # tpr: +0.5 on the TPR margin
+    calls.clear()
     res = search_tendency(evaluate, "either")
-    assert res.trials.iloc[0]["margin"] == pytest.approx(min(0.11 / 0.55, 0.125 / 0.125))
-    # either: the auc margin 0.2 is the smaller -> +1.5 twice (4.5 < 5), then met at 6.0
-    assert res.trials["met"].tolist() == [False, False, True] and res.tpr_at_0_1 == 0.1 and res.auc == 0.5
+    assert res.trials.iloc[0]["margin"] == pytest.approx((0.13 - 0.125) / 0.125)  # the smaller margin
+    assert calls == [3.0, 3.5, 4.0, 4.5, 5.0]  # either: +0.5 on the smaller margin
+    assert res.trials["met"].tolist() == [False] * 4 + [True] and res.tpr_at_0_1 == 0.1 and res.auc == 0.5
+
+
+def test_each_criterion_is_met_only_by_its_own_metric():
+    # TPR met but not AUC: the auc criterion goes on; AUC met but not TPR: the tpr criterion goes on
+    calls, evaluate = _recorder(lambda t: (0.7, 0.1) if t == 3.0 else (0.5, 0.1))
+    assert search_tendency(evaluate, "auc").tendency > 3.0 and calls[0] == 3.0
+    calls, evaluate = _recorder(lambda t: (0.5, 0.2) if t == 2.5 else (0.5, 0.1))
+    assert search_tendency(evaluate, "tpr").tendency > 2.5
+    assert search_tendency(lambda t: (0.5, 0.2), "either").tendency == 3.0  # either: AUC alone suffices
 
 
 def test_tpr_criterion_follows_the_schedule_on_tpr_margins():
