@@ -206,6 +206,10 @@ def test_top_k_worst_case_defaults_order_ties_and_validation():
     # ties keep the original order (stable), whatever the group size
     tied = pd.DataFrame({"generator": ["g"] * 200, "tpr_at_fpr_0.1": np.zeros(200)})
     assert top_k_worst_case(tied, k=7).index.tolist() == list(range(7))
+    many = pd.DataFrame({"generator": ["g"] * 600, "tpr_at_fpr_0.1": rng.integers(0, 3, 600) / 10})
+    v = many["tpr_at_fpr_0.1"].to_numpy()
+    by_hand = sorted(range(600), key=lambda i: (-v[i], i))[:250]  # highest first, ties by position
+    assert top_k_worst_case(many, k=250).index.tolist() == by_hand
     assert len(top_k_worst_case(runs, k=1)) == 3
     for bad in (0, 1.5):
         with pytest.raises(TabmemError, match=f"top_k_worst_case: k must be a positive integer, got {bad!r}"):
@@ -234,6 +238,9 @@ def test_defaults_roc_points_and_argument_edges():
     assert res.auc_ci == evaluate_membership(s, y, n_bootstrap=200, random_state=0).auc_ci  # documented defaults
     fpr, tpr, thr = roc_curve(y, s, drop_intermediate=False)  # every ROC point, not the plotted subset
     pd.testing.assert_frame_equal(res.roc, pd.DataFrame({"fpr": fpr, "tpr": tpr, "threshold": thr}))
+    # collinear points (three members, then three non-members, in score order) are kept too
+    line = evaluate_membership([6, 5, 4, 3, 2, 1], [1, 1, 1, 0, 0, 0], n_bootstrap=0).roc
+    assert line["tpr"].tolist() == pytest.approx([0, 1 / 3, 2 / 3, 1, 1, 1, 1])
     assert evaluate_membership(s, y, fprs=(0.0, 1.0), n_bootstrap=0).tpr_at_fpr[1.0] == 1.0  # both ends allowed
     for bad in (0, 1, 2):
         with pytest.raises(TabmemError, match=rf"confidence must be in \(0, 1\), got {bad}"):
