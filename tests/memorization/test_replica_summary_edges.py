@@ -85,3 +85,38 @@ def test_summary_resamples_synthetic_and_holdout_independently_and_by_seed():
     half = same.summary(confidence=0.5)
     for key in ("memorization_rate_ci", "holdout_memorization_rate_ci"):
         assert half[key][1] - half[key][0] < s[key][1] - s[key][0], key
+
+
+def test_rate_and_mem_auc_of_one_row_no_row_and_out_of_range_ratios():
+    from tabmem.memorization.replicas import mem_auc_exact, mem_auc_trapz10, memorization_rate
+
+    assert memorization_rate(np.array([0.1])) == 1.0 and memorization_rate(np.array([0.5])) == 0.0
+    assert mem_auc_exact(np.array([0.25])) == 0.75
+    assert mem_auc_trapz10(np.array([0.0])) == pytest.approx(17 / 18)  # rate 0 at t = 0, then 1: trapezoid
+    for f in (memorization_rate, mem_auc_exact, mem_auc_trapz10):
+        assert math.isnan(f(np.array([])))
+    assert memorization_rate([0.1, None]) == 0.5  # a missing ratio is not a replica
+    # the area under [r < t] over t in [0, 1] is 1 - r clipped to [0, 1]
+    assert mem_auc_exact(np.array([1.5])) == 0.0 and mem_auc_exact(np.array([-0.5])) == 1.0
+
+
+def test_rate_bootstrap_default_seed_is_zero():
+    from tabmem.memorization.replicas import rate_bootstrap
+
+    flags = np.arange(40) % 3 == 0
+    np.testing.assert_array_equal(rate_bootstrap(flags, 50), rate_bootstrap(flags, 50, random_state=0))
+
+
+def test_score_defaults_name_the_table_and_refuse_extra_columns():
+    from tabmem.data.schema import Schema
+    from tabmem.errors import SchemaError
+    from tabmem.memorization.replicas import ReplicaDetector
+
+    train = pd.DataFrame({"x": [0.0, 1.0, 2.0], "c": ["a", "b", "a"]})
+    schema = Schema(("x", "c"), ("x",), ("c",))
+    with pytest.raises(Exception, match=r"^ReplicaDetector is not fitted"):
+        ReplicaDetector().score(train)
+    det = ReplicaDetector("gower").fit(train, schema)
+    with pytest.raises(SchemaError, match="synthetic"):
+        det.score(train.assign(extra=1))  # extra="error" by default, and the message names the table
+    assert len(det.score(train.assign(extra=1), extra="ignore").table) == 3
