@@ -135,6 +135,30 @@ def test_result_independent_of_block_size_and_threads(distance: str) -> None:
     pd.testing.assert_frame_equal(ref, tiny)
 
 
+@pytest.mark.parametrize("lookup", [True, False])
+@pytest.mark.parametrize("share", [0.0, 1.0])
+@pytest.mark.parametrize("distance", ["fang2024", "gower"])
+def test_pruned_and_dense_searches_both_equal_brute_force(monkeypatch, distance: str, share: float, lookup) -> None:
+    # share 1.0: the categorical pruning always runs (in chunks of 64 surviving pairs); 0.0: never;
+    # lookup False: match counts from the one-hot GEMM instead of the uint8 lookup tables
+    import tabmem.neighbors.blocked as blocked
+    from tabmem.neighbors.distances import Distance
+
+    monkeypatch.setattr(blocked, "_PRUNED_PAIRS", 64)
+    if not lookup:
+        monkeypatch.setattr(Distance, "_lookup_setup", lambda self: setattr(self, "_groups", None))
+
+    def run(train, syn, max_share):
+        monkeypatch.setattr(blocked, "_PRUNED_MAX_SHARE", max_share)
+        return ReplicaDetector(distance, nan="match", memory_budget=200_000).fit(train, SCHEMA).score(syn).table
+
+    for seed in range(4):
+        train, syn = random_tables(seed, 300, 120, nan=distance == "gower" and seed % 2 == 1)
+        table = run(train, syn, share)
+        check_equal(table, brute_force(train, syn, SCHEMA, distance))
+        pd.testing.assert_frame_equal(table, run(train, syn, 1.0 - share))  # bit for bit, whichever path
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),

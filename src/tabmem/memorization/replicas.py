@@ -22,8 +22,9 @@ from tabmem._checks import check_n_jobs, check_number, check_positive_int
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, validate
 from tabmem.errors import NotFittedError
-from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET, kneighbors
-from tabmem.neighbors.distances import Distance, get_distance
+from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET
+from tabmem.neighbors.distances import Distance
+from tabmem.neighbors.index import NeighborIndex
 
 TRAPZ10_GRID = np.linspace(0.0, 1.0, 10)
 #: resamples and confidence of the bootstrap intervals in :meth:`ReplicaResult.summary`
@@ -218,7 +219,9 @@ class ReplicaDetector:
     memory_budget:
         Bytes of working memory for the blocked search (default 1 GiB), whatever the sizes.
     n_jobs:
-        Worker threads (default: all cores).
+        Worker threads of the search: ``None`` (default) every CPU this process may use,
+        ``k`` workers, ``-1`` all, ``-k`` all but ``k - 1`` (the library's one rule,
+        :class:`~tabmem.neighbors.NeighborIndex`).
     """
 
     def __init__(
@@ -247,7 +250,10 @@ class ReplicaDetector:
         fit_nan: NanPolicy = "match" if self.nan in ("match", "drop") else "error"
         checked = validate(train, schema, name="training", nan=fit_nan)
         self.encoder_ = TableEncoder(schema).fit(checked, nan=fit_nan)
-        self.distance_: Distance = get_distance(self.distance).fit(encoder=self.encoder_, clean=checked.data)
+        self.index_ = NeighborIndex(
+            self.distance, n_jobs=self.n_jobs, memory_budget=self.memory_budget, nan=fit_nan
+        ).fit(checked, encoder=self.encoder_, clean=checked.data)
+        self.distance_: Distance = self.index_.distance_
         self.n_train_ = len(checked)
         return self
 
@@ -270,11 +276,8 @@ class ReplicaDetector:
         if not hasattr(self, "distance_"):
             raise NotFittedError("ReplicaDetector is not fitted: call fit(train, schema) first")
         nan = nan or self.nan
-        clean = self.encoder_.validate(synthetic, name=name, nan=nan, unseen=unseen, extra=extra)
-        queries = self.distance_.prepare(clean)
-        idx, dist = kneighbors(
-            self.distance_, queries, k=2, n_jobs=self.n_jobs, memory_budget=self.memory_budget, progress=progress
-        )
+        clean = self.index_.validate(synthetic, name=name, nan=nan, unseen=unseen, extra=extra)
+        idx, dist = self.index_.kneighbors(clean, k=2, progress=progress)
         d1, d2 = dist[:, 0], dist[:, 1]
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = d1 / d2

@@ -27,13 +27,14 @@ import numpy as np
 import pandas as pd
 from sklearn.neighbors import NearestNeighbors
 
+from tabmem._checks import check_n_jobs
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics._encode import features
-from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
-from tabmem.neighbors.blocked import kneighbors
+from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
 from tabmem.neighbors.distances import L2Distance, Queries
+from tabmem.neighbors.index import NeighborIndex
 
 N_ALPHAS = 30
 
@@ -70,13 +71,13 @@ def _sklearn_neighbors(x: np.ndarray, y: np.ndarray, n_jobs: int | None) -> tupl
 
 
 def _blocked_neighbors(
-    encoder: TableEncoder, real: pd.DataFrame, synthetic: pd.DataFrame, n_jobs: int
+    encoder: TableEncoder, real: pd.DataFrame, synthetic: pd.DataFrame, n_jobs: int | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    on_real = _FeatureL2().fit(encoder=encoder, clean=real)
-    q_real = on_real.prepare(real)
-    _, d_rr = kneighbors(on_real, q_real, k=2, n_jobs=n_jobs)
-    on_syn = _FeatureL2().fit(encoder=encoder, clean=synthetic)
-    idx, d_rs = kneighbors(on_syn, on_syn.prepare(real), k=1, n_jobs=n_jobs)
+    """Exact neighbours on the real-table features: real->real (2nd, counting itself) and real->synthetic."""
+    on_real = NeighborIndex(_FeatureL2(), n_jobs=n_jobs).fit(None, encoder=encoder, clean=real)
+    _, d_rr = on_real.kneighbors(on_real.distance_.prepare(real), k=2)
+    on_syn = NeighborIndex(_FeatureL2(), n_jobs=n_jobs).fit(None, encoder=encoder, clean=synthetic)
+    idx, d_rs = on_syn.kneighbors(on_syn.distance_.prepare(real), k=1)
     return d_rr[:, 1], d_rs[:, 0], idx[:, 0]
 
 
@@ -132,11 +133,11 @@ class AlphaPrecision(Metric):
     goal = "maximize"
     bounds = (0.0, 1.0)
 
-    def __init__(self, n_jobs: int = 1) -> None:
+    def __init__(self, n_jobs: int | None = 1) -> None:
         self.n_jobs = n_jobs
 
     def _run(self, real, synthetic, schema) -> dict[str, object]:
-        check_positive_int("n_jobs", self.n_jobs)
+        check_n_jobs(self.n_jobs)
         prep, _ = prepare_tables(real, synthetic, schema, nan="error")
         if len(prep.real) < 2:
             raise TabmemError("alpha-precision/beta-recall need at least 2 real rows")

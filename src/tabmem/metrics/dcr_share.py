@@ -25,11 +25,12 @@ import numpy as np
 import pandas as pd
 from scipy.linalg.blas import sgemm
 
+from tabmem._checks import check_n_jobs
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
-from tabmem.neighbors.blocked import kneighbors
 from tabmem.neighbors.distances import EPS32, Block, Distance, Queries
+from tabmem.neighbors.index import NeighborIndex
 
 
 class TabSynL1Distance(Distance):
@@ -92,13 +93,16 @@ class TabSynL1Distance(Distance):
 
 
 def nearest_l1(
-    encoder, reference: pd.DataFrame, queries: pd.DataFrame, *, n_jobs: int = 1, block_rows: int | None = None
+    encoder, reference: pd.DataFrame, queries: pd.DataFrame, *, n_jobs: int | None = 1, block_rows: int | None = None
 ) -> np.ndarray:
-    """Exact ``min_r ||q - r||_1`` (TabSyn encoding, ``encoder``'s training ranges) per query row."""
+    """Exact ``min_r ||q - r||_1`` (TabSyn encoding, ``encoder``'s training ranges) per query row.
+
+    ``reference`` and ``queries`` are clean (validated) frames; they are not validated again.
+    """
     if len(reference) == 0:
         raise TabmemError("the reference table is empty")
-    dist = TabSynL1Distance().fit(encoder=encoder, clean=reference)
-    _, d = kneighbors(dist, dist.prepare(queries), k=1, n_jobs=n_jobs, block_rows=block_rows)
+    index = NeighborIndex(TabSynL1Distance(), n_jobs=n_jobs).fit(None, encoder=encoder, clean=reference)
+    _, d = index.kneighbors(index.distance_.prepare(queries), k=1, block_rows=block_rows)
     return d[:, 0]
 
 
@@ -112,7 +116,7 @@ class DCRShare(Metric):
     needs = ("holdout",)
     ideal = 0.5
 
-    def __init__(self, n_jobs: int = 1, block_rows: int | None = None) -> None:
+    def __init__(self, n_jobs: int | None = 1, block_rows: int | None = None) -> None:
         self.n_jobs = n_jobs
         self.block_rows = block_rows
 
@@ -129,7 +133,7 @@ class DCRShare(Metric):
             raise TabmemError(
                 "dcr_share needs a holdout table (real rows not used for training; same size as the training table)"
             )
-        check_positive_int("n_jobs", self.n_jobs)
+        check_n_jobs(self.n_jobs)
         check_positive_int("block_rows", self.block_rows, allow_none=True)
         prep, extra = prepare_tables(real, synthetic, schema, nan="error", extra_tables={"holdout": holdout})
         hold = extra["holdout"]
