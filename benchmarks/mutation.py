@@ -44,8 +44,16 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
         ["tests/memorization/test_replicas.py", "tests/memorization/test_replica_threshold.py"],
         [],
     ),
-    "distances": (["src/tabmem/neighbors/distances.py"], ["tests/memorization/test_replicas.py"], []),
-    "blocked": (["src/tabmem/neighbors/blocked.py"], ["tests/memorization/test_replicas.py"], []),
+    "distances": (
+        ["src/tabmem/neighbors/distances.py"],
+        ["tests/neighbors/test_index.py", "tests/memorization/test_replicas.py"],
+        [],
+    ),
+    "blocked": (
+        ["src/tabmem/neighbors/blocked.py", "src/tabmem/neighbors/index.py"],
+        ["tests/neighbors/test_index.py", "tests/memorization/test_replicas.py"],
+        [],
+    ),
     "levenshtein": (["src/tabmem/neighbors/levenshtein.py"], ["tests/attacks/test_levenshtein.py"], []),
     "evaluation": (["src/tabmem/attacks/evaluation.py"], ["tests/attacks/test_evaluation.py"], []),
     "tlp": (
