@@ -233,11 +233,38 @@ def test_magnitudes_below_one_scale_by_their_maximum():
 
 
 def test_in_range_bounds_are_inclusive():
-    train = pd.DataFrame({"v": [20.6, 66.1]})
-    syn = pd.DataFrame({"v": [19.5, 55.0, 60.0]})
+    train = pd.DataFrame({"v": [0.6, 66.1]})
+    syn = pd.DataFrame({"v": [9.5, 55.0, 60.0]})
     out = DigitModifier(1.0, 1.0, in_range=True, columns=["v"]).fit(train).transform(syn)
-    # 19.5 -> 20.6 == min and 55.0 -> 66.1 == max are kept; 60.0 -> 71.1 falls back to 60.0
-    assert out["v"].tolist() == [20.6, 66.1, 60.0]
+    # 9.5 -> 0.6 == min and 55.0 -> 66.1 == max are kept; 60.0 -> 71.1 falls back to 60.0
+    assert out["v"].tolist() == [0.6, 66.1, 60.0]
+
+
+def test_fit_transform_is_fit_then_transform():
+    train = pd.DataFrame({"v": [0.6, 66.1], "c": ["a", "b"]})
+    syn = pd.DataFrame({"v": [9.5, 55.0, 60.0], "c": ["a", "a", "b"]})
+    from tabmem.data.schema import Schema
+
+    schema = Schema(("v", "c"), ("v",), ("c",))
+    dm = DigitModifier(1.0, 1.0, in_range=True)
+    pd.testing.assert_frame_equal(dm.fit_transform(train, syn, schema), dm.fit(train, schema).transform(syn))
+    assert dm.fit_transform(train, syn, schema)["v"].tolist() == [0.6, 66.1, 60.0]
+
+
+def test_column_choice_and_parameter_errors_name_the_problem():
+    df = pd.DataFrame({"a": [1.5, 2.5], "flag": [True, False], "s": ["u", "v"]})
+    out = DigitModifier(1.0, 1.0).transform(df)  # inferred columns: numeric, not bool
+    assert out["flag"].tolist() == [True, False] and out["a"].tolist() == [2.6, 3.6]
+    assert DigitModifier(1.0, 1.0, columns=[]).transform(df).equals(df)  # nothing to modify
+    with pytest.raises(TabmemError, match=r"column\(s\) \['nope'\] not in the table \(columns: \['a', 'flag', 's'\]\)"):
+        DigitModifier(columns=["nope"]).transform(df)
+    with pytest.raises(TabmemError, match=r"column\(s\) \['flag'\] are not numerical"):
+        DigitModifier(columns=["flag"]).transform(df)
+    for bad in ("a", True, 1.5, -0.1):
+        with pytest.raises(TabmemError, match="p_max must be a probability in \\[0, 1\\]"):
+            DigitModifier(0.0, bad).transform(df)
+    with pytest.raises(TabmemError, match="scope must be 'pooled' or 'per_column', got scope='rows'"):
+        DigitModifier(scope="rows").transform(df)
 
 
 def test_float32_column_with_missing_values_keeps_its_dtype():
