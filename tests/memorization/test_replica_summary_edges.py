@@ -96,6 +96,7 @@ def test_rate_and_mem_auc_of_one_row_no_row_and_out_of_range_ratios():
     for f in (memorization_rate, mem_auc_exact, mem_auc_trapz10):
         assert math.isnan(f(np.array([])))
     assert memorization_rate([0.1, None]) == 0.5  # a missing ratio is not a replica
+    assert mem_auc_exact([0.5, None]) == 0.25 and mem_auc_trapz10([0.0, None]) == pytest.approx(17 / 36)
     # the area under [r < t] over t in [0, 1] is 1 - r clipped to [0, 1]
     assert mem_auc_exact(np.array([1.5])) == 0.0 and mem_auc_exact(np.array([-0.5])) == 1.0
 
@@ -117,6 +118,6 @@ def test_score_defaults_name_the_table_and_refuse_extra_columns():
     with pytest.raises(Exception, match=r"^ReplicaDetector is not fitted"):
         ReplicaDetector().score(train)
     det = ReplicaDetector("gower").fit(train, schema)
-    with pytest.raises(SchemaError, match="synthetic"):
+    with pytest.raises(SchemaError, match=r"^synthetic table"):
         det.score(train.assign(extra=1))  # extra="error" by default, and the message names the table
     assert len(det.score(train.assign(extra=1), extra="ignore").table) == 3
