@@ -200,7 +200,7 @@ def main() -> None:
     for name in args.modules:
         if args.recheck:
             sync_tests(name, args.work)
-            survivors = [k for k, v in results(name, args.work).items() if v == "survived"]
+            survivors = [k for k, v in results(name, args.work).items() if v in ("survived", "no tests")]
             if survivors:
                 run_module(name, args.work, args.max_children, args.time_limit, False, survivors)
         elif not args.report_only:
