@@ -258,8 +258,11 @@ def test_column_choice_and_parameter_errors_name_the_problem():
     assert DigitModifier(1.0, 1.0, columns=[]).transform(df).equals(df)  # nothing to modify
     with pytest.raises(TabmemError, match=r"column\(s\) \['nope'\] not in the table \(columns: \['a', 'flag', 's'\]\)"):
         DigitModifier(columns=["nope"]).transform(df)
-    with pytest.raises(TabmemError, match=r"column\(s\) \['flag'\] are not numerical"):
+    with pytest.raises(TabmemError, match=r"column\(s\) \['flag'\] are not numerical \(dtypes: \['bool'\]\)"):
         DigitModifier(columns=["flag"]).transform(df)
+    fitted = DigitModifier().fit(df[["a"]])
+    with pytest.raises(TabmemError, match=r"column\(s\) \['a'\] not in the synthetic table"):
+        fitted.transform(df[["flag", "s"]])
     for bad in ("a", True, 1.5, -0.1):
         with pytest.raises(TabmemError, match="p_max must be a probability in \\[0, 1\\]"):
             DigitModifier(0.0, bad).transform(df)
