@@ -127,9 +127,9 @@ def test_tvae_elbo_through_fit_equals_torch_distributions() -> None:
     loss = recon + kl  # the negative ELBO (reconstruction weighted by loss_factor)
     assert kl.item() > 0
     hist = gen.history_[0]
-    assert hist["kl"] == pytest.approx(float(kl), rel=1e-5)
-    assert hist["recon"] == pytest.approx(float(recon), rel=1e-5)
-    assert hist["loss"] == pytest.approx(float(loss), rel=1e-5)
+    assert hist["kl"] == pytest.approx(kl.item(), rel=1e-5)
+    assert hist["recon"] == pytest.approx(recon.item(), rel=1e-5)
+    assert hist["loss"] == pytest.approx(loss.item(), rel=1e-5)
     loss.backward()
     ref = torch.nn.ModuleDict({"enc": rec.encoder, "dec": rec.decoder})
     _assert_grads_equal(rec.grads, ref, "TVAE")
@@ -212,7 +212,7 @@ def test_ctgan_critic_and_generator_losses_through_fit_equal_direct_autograd() -
     penalty = lam * torch.stack(penalty_terms).mean()
     loss_d = critic(fake_in).mean() - critic(real_in).mean() + penalty
     hist = gen.history_[0]
-    assert hist["loss_d"] == pytest.approx(float(loss_d), rel=1e-5, abs=1e-6)
+    assert hist["loss_d"] == pytest.approx(loss_d.item(), rel=1e-5, abs=1e-6)
     loss_d.backward()
     _assert_grads_equal(rec.critic_grads, critic, "CTGAN critic")
 
@@ -230,7 +230,7 @@ def test_ctgan_critic_and_generator_losses_through_fit_equal_direct_autograd() -
     x = gen_in.clone().requires_grad_(True)
     adv = -gen.critic_(x).mean()
     assert hist["cond_loss"] == pytest.approx(np.mean(ce), rel=1e-5)
-    assert hist["loss_g"] == pytest.approx(float(adv) + np.mean(ce), rel=1e-5, abs=1e-6)
+    assert hist["loss_g"] == pytest.approx(adv.item() + np.mean(ce), rel=1e-5, abs=1e-6)
     (grad_x,) = torch.autograd.grad(adv, x)
     # the gradient reaching the generator's output through the critic is that of -E[C]
     torch.testing.assert_close(rec.grad_wrt_generator_input[0], grad_x, rtol=1e-4, atol=1e-7)
