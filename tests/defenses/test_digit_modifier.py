@@ -241,14 +241,15 @@ def test_in_range_bounds_are_inclusive():
 
 
 def test_fit_transform_is_fit_then_transform():
-    train = pd.DataFrame({"v": [0.6, 66.1], "c": ["a", "b"]})
-    syn = pd.DataFrame({"v": [9.5, 55.0, 60.0], "c": ["a", "a", "b"]})
+    train = pd.DataFrame({"v": [0.6, 66.1], "c": [1, 2]})  # c: an integer-coded categorical
+    syn = pd.DataFrame({"v": [9.5, 55.0, 60.0], "c": [1, 1, 2]})
     from tabmem.data.schema import Schema
 
     schema = Schema(("v", "c"), ("v",), ("c",))
     dm = DigitModifier(1.0, 1.0, in_range=True)
     pd.testing.assert_frame_equal(dm.fit_transform(train, syn, schema), dm.fit(train, schema).transform(syn))
-    assert dm.fit_transform(train, syn, schema)["v"].tolist() == [0.6, 66.1, 60.0]
+    out = dm.fit_transform(train, syn, schema)
+    assert out["v"].tolist() == [0.6, 66.1, 60.0] and out["c"].tolist() == [1, 1, 2]  # the schema's kinds
 
 
 def test_column_choice_and_parameter_errors_name_the_problem():
