@@ -7,12 +7,14 @@ Targets are the members followed by the non-members (``target_row`` = position i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_curve
 
+from tabmem._io import write_frame, write_json
 from tabmem.attacks.base import ATTACKS, get_attack
 from tabmem.attacks.evaluation import MembershipResult, evaluate_membership
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
@@ -67,6 +69,16 @@ class AttackReport:
             "config": self.config,
         }
         return out
+
+    def save(self, out_dir: str | Path) -> dict[str, Any]:
+        """Write the ``tabmem attack`` layout into ``out_dir`` (summary.json, scores.csv, risk.csv, roc.csv); returns the summary."""
+        out = Path(out_dir)
+        summary = self.summary()
+        write_json(out / "summary.json", summary)
+        write_frame(out / "scores.csv", self.scores)
+        write_frame(out / "risk.csv", self.risk())
+        write_frame(out / "roc.csv", self.roc())
+        return summary
 
 
 def run_attacks(

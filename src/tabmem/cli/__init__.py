@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "attack": "tabmem.cli.attack:attack",
     "quality": "tabmem.cli.quality:quality",
     "generate-icl": "tabmem.cli.generate_icl:generate_icl",
+    "run": "tabmem.cli.run:run",
     "report": "tabmem.cli.report:report",
 }
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import click
 
-from tabmem._io import write_frame, write_json
 from tabmem.cli._options import NJOBS, column_names, prepare_out_dir, read_user_table, schema_options, seed_option
 from tabmem.errors import TabmemError
 
@@ -102,10 +101,7 @@ def attack(
         n_bootstrap=n_bootstrap,
         random_state=seed,
     )
-    write_json(out / "summary.json", report.summary())
-    write_frame(out / "scores.csv", report.scores)
-    write_frame(out / "risk.csv", report.risk())
-    write_frame(out / "roc.csv", report.roc())
+    report.save(out)
     table = Table(title="Membership inference (higher AUC = more leakage; 0.5 = chance)")
     for col in ("attack", "AUC", "95% CI", "TPR@FPR=0", "TPR@0.001", "TPR@0.01", "TPR@0.1"):
         table.add_column(col)

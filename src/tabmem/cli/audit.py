@@ -10,7 +10,6 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from tabmem._io import write_frame, write_json
 from tabmem.cli._options import (
     MEMORY_GB,
     NJOBS,
@@ -76,14 +75,8 @@ def _pct(x: float) -> str:
 
 
 def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -> dict:
-    """Write summary.json, replicas.csv and records.csv; return the summary."""
-    summary = result.summary()
-    if extra:
-        summary.update(extra)
-    write_json(out / "summary.json", summary)
-    write_frame(out / "replicas.csv", result.table)
-    write_frame(out / "records.csv", result.records())
-    return summary
+    """Write summary.json, replicas.csv and records.csv; return the summary (:meth:`ReplicaResult.save`)."""
+    return result.save(out, extra)
 
 
 @click.command()

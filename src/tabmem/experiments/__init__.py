@@ -2,6 +2,11 @@
 
 * :func:`train_to_dir` / :func:`demo_train` (``training.py``): train a generator with tracking,
   checkpoints and the final audit into a run directory (what ``tabmem train`` and ``tabmem demo`` run).
+* Studies (``tabmem run``): :func:`load_study` reads a TOML study file (``study.py``: axes, grid,
+  cell hashes), :func:`run_study` runs its cells (``runner.py``) on an executor
+  (``executors.py``: local processes or Ray) through registered pipeline steps (``steps/``: the
+  step interface is in ``steps/base.py``), and :func:`load_results` reads the tidy result table
+  (``store.py`` documents its schema).
 * :func:`write_report` (``report/``): one self-contained HTML report from a study, a train run or
   audit/attack/quality outputs (what ``tabmem report`` runs).
 
@@ -17,6 +22,11 @@ _EXPORTS = {
     "train_to_dir": "tabmem.experiments.training",
     "demo_train": "tabmem.experiments.training",
     "write_report": "tabmem.experiments.report",
+    "load_results": "tabmem.experiments.store",
+    "load_published": "tabmem.experiments.store",
+    "load_study": "tabmem.experiments.study",
+    "run_study": "tabmem.experiments.runner",
+    "plan_study": "tabmem.experiments.runner",
 }
 __all__ = list(_EXPORTS)
 

@@ -13,12 +13,14 @@ there) and then scores any number of synthetic tables, e.g. at every training ep
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from tabmem._checks import check_n_jobs, check_number, check_positive_int
+from tabmem._io import write_frame, write_json
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, validate
 from tabmem.errors import NotFittedError
@@ -201,6 +203,21 @@ class ReplicaResult:
             s["holdout_memorization_rate_ci"] = list(percentile_interval(hold_boot, confidence))
             s["excess_memorization_ci"] = list(percentile_interval(boot - hold_boot, confidence))
         return s
+
+    def save(self, out_dir: str | Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write the ``tabmem audit`` layout into ``out_dir``; returns the summary.
+
+        ``summary.json`` (:meth:`summary` plus ``extra``), ``replicas.csv`` (one row per synthetic
+        row) and ``records.csv`` (one row per training record): positions and counts, no values.
+        """
+        out = Path(out_dir)
+        summary = self.summary()
+        if extra:
+            summary.update(extra)
+        write_json(out / "summary.json", summary)
+        write_frame(out / "replicas.csv", self.table)
+        write_frame(out / "records.csv", self.records())
+        return summary
 
 
 class ReplicaDetector:
