@@ -41,7 +41,11 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
     "replicas": (
         ["src/tabmem/memorization/replicas.py"],
-        ["tests/memorization/test_replicas.py", "tests/memorization/test_replica_threshold.py"],
+        [
+            "tests/memorization/test_replicas.py",
+            "tests/memorization/test_replica_threshold.py",
+            "tests/memorization/test_replica_summary_edges.py",
+        ],
         [],
     ),
     "distances": (
@@ -109,21 +113,26 @@ def _toml_list(values: list[str]) -> str:
     return "[" + ", ".join(json.dumps(v) for v in values) + "]"
 
 
-def prepare(name: str, work: Path, fresh: bool) -> Path:
+def _write_config(name: str, pyproject: Path) -> None:
+    """(Re)write the ``[tool.mutmut]`` section of a copy's pyproject.toml for module ``name``."""
     sources, tests, extra = MODULES[name]
+    text = pyproject.read_text().split("\n[tool.mutmut]\n")[0]
+    pyproject.write_text(
+        text + "\n[tool.mutmut]\n"
+        'source_paths = ["src/"]\n'
+        f"only_mutate = {_toml_list(sources)}\n"
+        f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"
+        f"pytest_add_cli_args = {_toml_list(['-p', 'no:cacheprovider', '-q', *extra])}\n"
+    )
+
+
+def prepare(name: str, work: Path, fresh: bool) -> Path:
     dest = work / name
     if fresh and dest.exists():
         shutil.rmtree(dest)
     if not (dest / "pyproject.toml").exists():
         _copy_tree(dest)
-        with open(dest / "pyproject.toml", "a") as fh:
-            fh.write(
-                "\n[tool.mutmut]\n"
-                'source_paths = ["src/"]\n'
-                f"only_mutate = {_toml_list(sources)}\n"
-                f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"
-                f"pytest_add_cli_args = {_toml_list(['-p', 'no:cacheprovider', '-q', *extra])}\n"
-            )
+        _write_config(name, dest / "pyproject.toml")
     return dest
 
 
@@ -134,6 +143,8 @@ def sync_tests(name: str, work: Path) -> None:
         if sub.exists():
             shutil.rmtree(sub / "tests", ignore_errors=True)
             shutil.copytree(ROOT / "tests", sub / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+            if (sub / "pyproject.toml").exists():
+                _write_config(name, sub / "pyproject.toml")  # the module's test selection may have grown
 
 
 def run_module(
