@@ -40,11 +40,17 @@ ROOT = Path(__file__).resolve().parent.parent
 #: module -> (source files to mutate, test files that guard them, extra pytest arguments)
 MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
     "replicas": (
-        ["src/tabmem/memorization/replicas.py"],
+        [
+            "src/tabmem/memorization/replicas.py",
+            "src/tabmem/memorization/uncertainty.py",
+            "src/tabmem/memorization/copies.py",
+        ],
         [
             "tests/memorization/test_replicas.py",
             "tests/memorization/test_replica_threshold.py",
             "tests/memorization/test_replica_summary_edges.py",
+            "tests/memorization/test_uncertainty.py",
+            "tests/memorization/test_copies.py",
         ],
         [],
     ),
@@ -152,6 +158,9 @@ def run_module(
 ) -> None:
     dest = prepare(name, work, fresh)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    # The tests must import the mutated copy, never the source tree an editable install points at
+    # (mutmut also puts mutants/src first on sys.path; this makes it so before site-packages' .pth too).
+    env["PYTHONPATH"] = str((dest / "mutants" / "src").resolve())
     mutmut = Path(sys.executable).with_name("mutmut")
     cmd = [str(mutmut), "run", "--max-children", str(max_children), *(only or [])]
     print(f"[{name}] {' '.join(cmd)} in {dest}", flush=True)
