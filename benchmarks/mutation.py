@@ -158,9 +158,10 @@ def run_module(
 ) -> None:
     dest = prepare(name, work, fresh)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    # The tests must import the mutated copy, never the source tree an editable install points at
-    # (mutmut also puts mutants/src first on sys.path; this makes it so before site-packages' .pth too).
-    env["PYTHONPATH"] = str((dest / "mutants" / "src").resolve())
+    # The tests import the mutated copy: mutmut puts <copy>/mutants/src first on sys.path, ahead of
+    # whatever source tree the venv's editable install points at, and stops when no test reaches a
+    # mutated function. Do not set PYTHONPATH to mutants/src here: the folder does not exist yet when
+    # mutmut starts, Python caches it as "no importer", and the tests then import the editable tree.
     mutmut = Path(sys.executable).with_name("mutmut")
     cmd = [str(mutmut), "run", "--max-children", str(max_children), *(only or [])]
     print(f"[{name}] {' '.join(cmd)} in {dest}", flush=True)
