@@ -58,3 +58,64 @@ def test_edge_cases_and_seeds():
         proportion_ci(1, 10, confidence=1.5)
     with pytest.raises(ParameterError, match="n_bootstrap"):
         proportion_difference_ci(1, 10, 1, 10, n_bootstrap=-1)
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.8])
+def test_any_confidence_gives_the_exact_binomial_quantiles(confidence):
+    # the percentile interval cuts (1 - confidence) / 2 from each tail of Binomial(n, k/n) / n;
+    # n = 1000 makes a wrong tail (e.g. (1 - confidence) / 3) miss by several counts
+    k, n = 300, 1000
+    tail = (1 - confidence) / 2
+    exact = stats.binom.ppf([tail, 1 - tail], n, k / n) / n
+    lo, hi = proportion_ci(k, n, n_bootstrap=200_000, confidence=confidence, random_state=2)
+    assert lo == pytest.approx(exact[0], abs=1.01 / n) and hi == pytest.approx(exact[1], abs=1.01 / n)
+    # the difference with an all-zero second sample is the first rate's interval
+    dlo, dhi = proportion_difference_ci(k, n, 0, 40, n_bootstrap=200_000, confidence=confidence, random_state=2)
+    assert dlo == pytest.approx(exact[0], abs=1.01 / n) and dhi == pytest.approx(exact[1], abs=1.01 / n)
+
+
+def test_one_row_and_one_resample_still_give_an_interval():
+    # n = 1 is a sample (its only row resampled); one resample is a degenerate interval, not "none"
+    assert proportion_ci(1, 1) == (1.0, 1.0)
+    # 1 - Binomial(3, 1/3)/3: the rate 1 - 1 = 0 has probability 1/27 > 2.5 %, 1 - 0 = 1 has 8/27
+    assert proportion_difference_ci(1, 1, 1, 3, n_bootstrap=5000) == (0.0, 1.0)
+    assert proportion_difference_ci(1, 3, 1, 1, n_bootstrap=5000) == (-1.0, 0.0)
+    for interval in (proportion_ci(3, 10, n_bootstrap=1), proportion_difference_ci(3, 10, 1, 10, n_bootstrap=1)):
+        assert np.isfinite(interval[0]) and interval[0] == interval[1]
+
+
+def test_defaults_are_1000_resamples_at_95_percent():
+    # large n: the resampled rates are nearly continuous, so one more resample moves a quantile
+    default = proportion_ci(3000, 10_000)
+    assert default == proportion_ci(3000, 10_000, n_bootstrap=1000, confidence=0.95, random_state=0)
+    assert default != proportion_ci(3000, 10_000, n_bootstrap=1001)
+    default = proportion_difference_ci(3000, 10_000, 1000, 5000)
+    assert default == proportion_difference_ci(
+        3000, 10_000, 1000, 5000, n_bootstrap=1000, confidence=0.95, random_state=0
+    )
+    assert default != proportion_difference_ci(3000, 10_000, 1000, 5000, n_bootstrap=1001)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: proportion_ci(1, -1), r"^proportion_ci: n must be in \[0, inf\], got -1$"),
+        (lambda: proportion_ci(1, 0), r"^proportion_ci: k must be in \[0, 0\], got 1$"),
+        (lambda: proportion_ci(11, 10), r"^proportion_ci: k must be in \[0, 10\], got 11$"),
+        (lambda: proportion_ci(1, 10, n_bootstrap=-1), r"^n_bootstrap must be in \[0, inf\], got -1$"),
+        (lambda: proportion_ci(1, 10, confidence=1.5), r"^confidence "),
+        (lambda: proportion_difference_ci(11, 10, 1, 10), r"^proportion_difference_ci: k must be in \[0, 10\]"),
+        (lambda: proportion_difference_ci(1, 10, 11, 10), r"^proportion_difference_ci: k must be in \[0, 10\]"),
+        (lambda: proportion_difference_ci(1, 10, 1, -2), r"^proportion_difference_ci: n must be in \[0, inf\]"),
+        (lambda: proportion_difference_ci(1, 10, 1, 10, n_bootstrap=-1), r"^n_bootstrap must be in \[0, inf\]"),
+        (lambda: proportion_difference_ci(1, 10, 1, 10, confidence=2.0), r"^confidence "),
+    ],
+)
+def test_bad_arguments_name_the_function_and_argument(call, message):
+    with pytest.raises(ParameterError, match=message):
+        call()
+
+
+def test_zero_resamples_of_a_difference_is_no_interval():
+    assert all(np.isnan(proportion_difference_ci(3, 10, 1, 10, n_bootstrap=0)))
+    assert all(np.isnan(proportion_difference_ci(0, 0, 1, 10)))
