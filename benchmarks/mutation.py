@@ -49,6 +49,7 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
             "tests/memorization/test_replicas.py",
             "tests/memorization/test_replica_threshold.py",
             "tests/memorization/test_replica_summary_edges.py",
+            "tests/memorization/test_replica_reporting.py",
             "tests/memorization/test_uncertainty.py",
             "tests/memorization/test_copies.py",
         ],
