@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -157,3 +158,23 @@ def test_validate_uses_the_detectors_policies_and_names_the_table() -> None:
     # validating once and scoring the result equals scoring the DataFrame
     once = det.score(det.validate(SYN))
     pd.testing.assert_frame_equal(once.table, det.score(SYN).table)
+
+
+def test_score_table_columns_and_progress() -> None:
+    done: list[int] = []
+    res = ReplicaDetector().fit(TRAIN, SCHEMA).score(SYN, holdout=HOLD, progress=done.append)
+    assert res.table.columns.tolist() == [
+        "synthetic_row", "nn1", "nn2", "d1", "d2", "ratio", "is_replica", "exact_copy", "rare_value"
+    ]  # fmt: skip
+    assert res.table["rare_value"].tolist() == [True, True, False, True]
+    assert res.table["exact_copy"].tolist() == [True, False, True, False]
+    assert sum(done) == len(SYN) + len(HOLD)  # rows done, synthetic then holdout
+
+
+def test_undefined_ratios_raise_no_numpy_warning() -> None:
+    """0/0 ratios (copies of duplicated training rows) are expected: no RuntimeWarning reaches the user."""
+    dup = _rows((1, 0, "a"), (1, 0, "a"), (5, 2, "b"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = ReplicaDetector().fit(dup, SCHEMA).score(dup)
+    assert res.n_undefined_ratio == 2 and np.isnan(res.ratio[:2]).all()
