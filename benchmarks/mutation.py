@@ -57,7 +57,12 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
     ),
     "distances": (
         ["src/tabmem/neighbors/distances.py"],
-        ["tests/neighbors/test_index.py", "tests/memorization/test_replicas.py"],
+        [
+            "tests/neighbors/test_index.py",
+            "tests/neighbors/test_norms.py",
+            "tests/memorization/test_replicas.py",
+            "tests/memorization/test_extreme_magnitudes.py",
+        ],
         [],
     ),
     "blocked": (
