@@ -54,6 +54,18 @@ def test_exact_copies_verify_hash_matches_on_values(monkeypatch) -> None:
     assert got.tolist() == [True, False]
 
 
+def test_forced_collisions_match_missing_values_only_to_missing_values(monkeypatch) -> None:
+    """Under a hash collision a missing value equals a missing value, never a number (either side)."""
+    import tabmem.memorization.copies as copies
+
+    monkeypatch.setattr(copies, "_hash_rows", lambda frame: np.zeros(len(frame), dtype=np.uint64))
+    train = pd.DataFrame({"x": [np.nan, 2.0], "y": [0.0, 0.0], "k": ["a", "a"]})
+    syn = pd.DataFrame({"x": [1.0, np.nan, 2.0, 2.0], "y": [0.0, 0.0, np.nan, 0.0], "k": ["a", "a", "a", "a"]})
+    clean_t = validate(train, SCHEMA, name="training", nan="match").data
+    got = ExactCopies().fit(clean_t, SCHEMA).match(validate(syn, SCHEMA, nan="match").data)
+    assert got.tolist() == [False, True, False, True]
+
+
 @pytest.mark.parametrize("k", [2, 3])
 def test_rare_values_equal_counting_by_hand(k) -> None:
     rng = np.random.default_rng(7)
