@@ -178,3 +178,16 @@ def test_undefined_ratios_raise_no_numpy_warning() -> None:
         warnings.simplefilter("error")
         res = ReplicaDetector().fit(dup, SCHEMA).score(dup)
     assert res.n_undefined_ratio == 2 and np.isnan(res.ratio[:2]).all()
+
+
+def test_no_replicas_gives_undefined_concentration_without_numpy_warnings() -> None:
+    res = ReplicaDetector().fit(TRAIN, SCHEMA).score(_rows((50, 7, "a"), (60, 9, "b")))
+    assert not res.table["is_replica"].any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 0/0 shares and Gini are NaN by rule, not by a numpy warning
+        tail = res.heavy_tail()
+        res.summary(n_bootstrap=0)
+    assert list(tail) == ["n_records_with_replicas", "top_1pct_share", "top_10pct_share", "gini"]
+    assert tail["n_records_with_replicas"] == 0 and all(
+        np.isnan(v) for k, v in tail.items() if k != "n_records_with_replicas"
+    )
