@@ -21,6 +21,13 @@ folder there), one module at a time, with only that module's test files, one tor
 and ``--max-children`` test processes. mutmut remembers finished mutants: a run stopped by
 ``--time-limit`` continues where it left off when started again (without ``--fresh``). CPU-heavy:
 hundreds of mutants per module, each running the module's tests.
+
+``--recheck`` (after adding tests) re-runs the survivors and the timeouts (on a busy machine a
+timeout may be a slow test rather than a kill). Adding a test file to a module's selection makes
+mutmut forget every verdict, so the script keeps them in ``<work>/<module>/verdicts.json``; a run
+stopped before the end and then rechecked continues with ``--unchecked`` (the mutants never run)::
+
+    nice -n 10 /work/venvs/mutation/bin/python benchmarks/mutation.py --modules replicas --unchecked
 """
 
 from __future__ import annotations
@@ -190,6 +197,24 @@ def results(name: str, work: Path) -> dict[str, str]:
     return out
 
 
+def verdicts(name: str, work: Path) -> dict[str, str]:
+    """Every mutant's latest verdict, kept across runs in ``<copy>/verdicts.json``.
+
+    mutmut forgets every verdict when the test selection changes (a recheck that adds a test file
+    does), so this file keeps them: a mutant keeps its last checked verdict until it is checked
+    again. The copy's sources never change between runs (``--fresh`` makes a new copy and drops
+    the file), and tests are only added between runs, so a killed mutant stays killed.
+    """
+    path = work / name / "verdicts.json"
+    merged: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
+    for key, status in results(name, work).items():
+        if status != "not checked" or key not in merged:
+            merged[key] = status
+    if merged:
+        path.write_text(json.dumps(merged, indent=1, sort_keys=True, ensure_ascii=False))
+    return merged
+
+
 def summarise(name: str, statuses: dict[str, str], equivalent: dict[str, str]) -> dict[str, object]:
     counts = Counter(statuses.values())
     checked = {k: s for k, s in statuses.items() if s != "not checked"}
@@ -217,7 +242,14 @@ def main() -> None:
     ap.add_argument("--fresh", action="store_true", help="start over instead of continuing earlier runs")
     ap.add_argument("--report-only", action="store_true", help="only print the tables of earlier runs")
     ap.add_argument(
-        "--recheck", action="store_true", help="copy the current tests in and re-run only the surviving mutants"
+        "--recheck",
+        action="store_true",
+        help="copy the current tests in and re-run only the surviving (and timed-out) mutants",
+    )
+    ap.add_argument(
+        "--unchecked",
+        action="store_true",
+        help="copy the current tests in and run the mutants not checked yet (after a stopped run and a recheck)",
     )
     ap.add_argument("--json", type=Path, help="also write the summary here")
     ap.add_argument("--target", type=float, default=0.9)
@@ -225,14 +257,17 @@ def main() -> None:
     equivalent = json.loads(EQUIVALENT_FILE.read_text()) if EQUIVALENT_FILE.exists() else {}
     summaries = []
     for name in args.modules:
-        if args.recheck:
+        if args.recheck or args.unchecked:
+            before = verdicts(name, args.work)  # before mutmut resets them for the new test selection
+            # a timeout on a busy machine may be a slow test, not a killed mutant: check it again
+            wanted = ("survived", "no tests", "timeout") if args.recheck else ("not checked",)
+            names = [k for k, v in before.items() if v in wanted]
             sync_tests(name, args.work)
-            survivors = [k for k, v in results(name, args.work).items() if v in ("survived", "no tests")]
-            if survivors:
-                run_module(name, args.work, args.max_children, args.time_limit, False, survivors)
+            if names:
+                run_module(name, args.work, args.max_children, args.time_limit, False, names)
         elif not args.report_only:
             run_module(name, args.work, args.max_children, args.time_limit, args.fresh)
-        statuses = results(name, args.work)
+        statuses = verdicts(name, args.work)
         if statuses:
             summaries.append(summarise(name, statuses, equivalent))
     print(f"\n{'module':16s} {'mutants':>7s} {'checked':>7s} {'killed':>6s} {'equiv.':>6s} {'kill rate':>9s}")
@@ -244,8 +279,9 @@ def main() -> None:
     for s in summaries:
         if s["survived"]:
             print(f"\n[{s['module']}] survivors (mutmut show NAME in {args.work / s['module']}):")
+            status = verdicts(str(s["module"]), args.work)
             for k in s["survived"]:
-                print(f"  {k}  ({[v for m, v in results(s['module'], args.work).items() if m == k][0]})")
+                print(f"  {k}  ({status[k]})")
     if args.json:
         args.json.write_text(json.dumps(summaries, indent=2))
     done = [s for s in summaries if s["checked"] == s["mutants"]]
