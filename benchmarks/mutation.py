@@ -261,7 +261,7 @@ def main() -> None:
             before = verdicts(name, args.work)  # before mutmut resets them for the new test selection
             # a timeout on a busy machine may be a slow test, not a killed mutant: check it again
             wanted = ("survived", "no tests", "timeout") if args.recheck else ("not checked",)
-            names = [k for k, v in before.items() if v in wanted]
+            names = [k for k, v in before.items() if v in wanted and k not in equivalent]
             sync_tests(name, args.work)
             if names:
                 run_module(name, args.work, args.max_children, args.time_limit, False, names)
