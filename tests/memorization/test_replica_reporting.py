@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from tabmem import Schema
-from tabmem.errors import NotFittedError, SchemaError, set_option_lookup
+from tabmem.errors import NotFittedError, ParameterError, SchemaError, set_option_lookup
 from tabmem.memorization.replicas import ReplicaDetector
 
 SCHEMA = Schema(("x", "y", "k"), ("x", "y"), ("k",))
@@ -191,3 +191,48 @@ def test_no_replicas_gives_undefined_concentration_without_numpy_warnings() -> N
     assert tail["n_records_with_replicas"] == 0 and all(
         np.isnan(v) for k, v in tail.items() if k != "n_records_with_replicas"
     )
+
+
+def test_constructor_stores_its_arguments_and_fit_checks_them() -> None:
+    det = ReplicaDetector()
+    assert (det.distance, det.threshold, det.nan, det.n_jobs, det.duplicates, det.rare_k) == (
+        "fang2024",
+        1 / 3,
+        "error",
+        None,
+        "papers",
+        2,
+    )
+    assert ReplicaDetector(n_jobs=2).n_jobs == 2
+    bad = [
+        ({"threshold": 0.0}, r"^threshold must be in \(0"),
+        ({"threshold": 1.5}, r"^threshold must be in \(0"),
+        ({"n_jobs": 0}, r"^n_jobs must be a non-zero integer"),
+        ({"memory_budget": 0}, r"^memory_budget must be a positive integer"),
+        ({"duplicates": "always"}, r"^duplicates must be one of 'papers', 'replica'"),
+        ({"rare_k": 1}, r"^rare_k must be in \[2, inf\], got 1$"),
+    ]
+    for kwargs, message in bad:
+        with pytest.raises(ParameterError, match=message):
+            ReplicaDetector(**kwargs).fit(TRAIN, SCHEMA)
+    assert ReplicaDetector(threshold=1.0).fit(TRAIN, SCHEMA).score(SYN).threshold == 1.0  # 1 is allowed
+
+
+def test_holdout_is_scored_with_the_same_options_and_named_holdout() -> None:
+    det = ReplicaDetector().fit(TRAIN, SCHEMA)
+    odd = pd.concat([HOLD, _rows((np.nan, 0, "a"), (2, 0, "z"))], ignore_index=True).assign(extra=0)
+    res = det.score(SYN.assign(extra=0), holdout=odd, nan="drop", unseen="drop", extra="ignore")
+    assert res.holdout.table["synthetic_row"].tolist() == [0, 1, 2]  # the NaN and unseen rows dropped
+    assert res.summary(n_bootstrap=0)["distance"] == "fang2024"
+    with pytest.raises(SchemaError, match=r"^holdout table: column 'k'"):
+        det.score(SYN, holdout=_rows((2, 0, "z")))
+
+
+def test_copies_are_replicas_whatever_the_second_distance() -> None:
+    """A copy has ratio 0, also when its second neighbour is at distance exactly 1 or the table has 2 rows."""
+    one = Schema(("k",), (), ("k",))
+    res = ReplicaDetector("gower").fit(pd.DataFrame({"k": ["a", "b"]}), one).score(pd.DataFrame({"k": ["a"]}))
+    assert (res.table["d1"].tolist(), res.table["d2"].tolist()) == ([0.0], [1.0])
+    assert res.table["ratio"].tolist() == [0.0] and res.memorization_rate == 1.0
+    two = ReplicaDetector().fit(TRAIN.iloc[[0, 5]], SCHEMA).score(TRAIN.iloc[[0, 5]])
+    assert two.table["ratio"].tolist() == [0.0, 0.0] and two.n_undefined_ratio == 0
