@@ -9,8 +9,8 @@ import pytest
 from tabmem import Schema, SchemaError, validate_table
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.io import read_table
-from tabmem.data.schema import NA_CATEGORY, canonical_categories, canonical_category
-from tabmem.errors import TabmemError
+from tabmem.data.schema import NA_CATEGORY, canonical_categories, canonical_category, validate
+from tabmem.errors import ParameterError, TabmemError
 
 
 def table() -> pd.DataFrame:
@@ -242,3 +242,12 @@ def test_read_table_bom_semicolon_and_parquet(tmp_path) -> None:
     pq = tmp_path / "t.parquet"
     table().to_parquet(pq)
     pd.testing.assert_frame_equal(read_table(pq), table())
+
+
+@pytest.mark.parametrize("option", ["nan", "unseen", "extra"])
+def test_a_misspelt_policy_is_one_clear_error_not_another_policy(option) -> None:
+    """nan='bogus' used to keep missing values as nan='match' would (found by mutation checking)."""
+    schema = Schema(("x", "k"), ("x",), ("k",))
+    table = pd.DataFrame({"x": [np.nan, 1.0], "k": ["z", "a"], "e": [0, 0]})
+    with pytest.raises(ParameterError, match=rf"^{option} must be one of .*, got 'bogus'$"):
+        validate(table, schema, categories={"k": {"a"}}, **{option: "bogus"})

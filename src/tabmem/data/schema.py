@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Literal, Sequence, get_args
 
 import numpy as np
 import pandas as pd
 
+from tabmem._checks import check_choice
 from tabmem.errors import ParameterError, SchemaError, suggest
 
 ColumnKind = Literal["numerical", "categorical"]
@@ -353,6 +354,10 @@ def validate(
     ``nan="error"``/``"drop"``, categories outside ``categories`` under ``unseen="error"``/``"drop"``)
     and the table is returned as is when nothing changes.
     """
+    # a misspelt policy must not silently act as another one (e.g. keep missing values)
+    check_choice("nan", nan, get_args(NanPolicy))
+    check_choice("unseen", unseen, get_args(UnseenPolicy))
+    check_choice("extra", extra, get_args(ExtraPolicy))
     _COUNTER[0] += 1
     if isinstance(table, ValidatedTable):
         if table.schema == schema:
