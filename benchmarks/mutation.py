@@ -156,8 +156,23 @@ def prepare(name: str, work: Path, fresh: bool) -> Path:
 
 
 def sync_tests(name: str, work: Path) -> None:
-    """Copy the current test files into an earlier run's copy (and mutmut's), to re-check survivors."""
+    """Copy the current tests and unmutated sources into an earlier run's copy (and mutmut's).
+
+    The mutated modules themselves must not have changed since the copy was made (their mutants
+    would be stale): that stops the script, and ``--fresh`` starts over.
+    """
     dest = work / name
+    sources = MODULES[name][0]
+    for f in sources:
+        if (ROOT / f).read_bytes() != (dest / f).read_bytes():
+            sys.exit(f"[{name}] {f} changed since the copy was made: run with --fresh")
+    for f in (ROOT / "src").rglob("*.py"):
+        rel = f.relative_to(ROOT).as_posix()
+        if rel not in sources:
+            for sub in (dest, dest / "mutants"):
+                if (sub / "src").exists():
+                    (sub / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(f, sub / rel)
     for sub in (dest, dest / "mutants"):
         if sub.exists():
             shutil.rmtree(sub / "tests", ignore_errors=True)

@@ -33,8 +33,8 @@ SYN = _rows((1, 0, "a"), (1, 0, "c"), (2, 0, "a"), (3, 0, "d"))
 HOLD = _rows((3, 0, "a"), (2, 0, "b"), (2, 0, "b"))
 
 
-@pytest.fixture(scope="module")
-def audit():
+@pytest.fixture
+def audit():  # per test, not per module: mutmut links a function to the tests that run it
     return ReplicaDetector().fit(TRAIN, SCHEMA).score(SYN, holdout=HOLD)
 
 
