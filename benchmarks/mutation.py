@@ -173,6 +173,9 @@ def sync_tests(name: str, work: Path) -> None:
                 if (sub / "src").exists():
                     (sub / rel).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(f, sub / rel)
+    # which tests reach which function is collected again: a changed test (not only a new one) may
+    # reach more functions, and mutmut only collects for new test names
+    (dest / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     for sub in (dest, dest / "mutants"):
         if sub.exists():
             shutil.rmtree(sub / "tests", ignore_errors=True)
