@@ -20,7 +20,7 @@ from tabmem._io import jsonable
 from tabmem.errors import TabmemError
 from tabmem.experiments.report import plots, tables
 from tabmem.experiments.report.model import Cell, ReportData
-from tabmem.experiments.report.verdict import cell_verdict
+from tabmem.experiments.report.verdict import cell_verdict, evidence_lines
 
 __all__ = ["render_report", "report_versions", "cell_labels"]
 
@@ -83,11 +83,13 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
     cells = []
     for i, (cell, label) in enumerate(zip(data.cells, labels)):
         held, dyn_table = tables.dynamics_findings(cell)
+        verdict = cell_verdict(cell)
         figs = {
             "heavy_tail": plots.heavy_tail_figure(cell.audit) if cell.audit is not None else None,
             "epochs": plots.epochs_figure(cell.training, cell.audit) if cell.training is not None else None,
             "roc": plots.roc_figure(cell.attacks) if cell.attacks is not None else None,
             "distances": plots.distance_figure(cell.attacks) if cell.attacks is not None else None,
+            "evidence": plots.evidence_figure(cell.audit) if cell.audit is not None else None,
             "shape": plots.shape_figure(cell.quality) if cell.quality is not None else None,
         }
         epochs = tables.epochs_table(cell.training) if cell.training is not None else None
@@ -101,7 +103,12 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
                 "name": cell.name,
                 "path": cell.path,
                 "axes": cell.axes,
-                "verdict": cell_verdict(cell),
+                "verdict": verdict,
+                "evidence": evidence_lines(cell.audit),
+                "evidence_finding": next((f for f in verdict.findings if f.topic == "Distance evidence"), None),
+                "privacy_finding": next((f for f in verdict.findings if f.topic == "Privacy audit"), None),
+                "evidence_tables": tables.evidence_tables(cell.audit),
+                "privacy_table": tables.privacy_table(cell),
                 "held": held,
                 "figs": figs,
                 "audit_tables": tables.audit_tables(cell),
