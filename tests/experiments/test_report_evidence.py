@@ -218,3 +218,27 @@ def test_rendered_page_has_the_section_with_values_and_their_nulls():
     assert section.count('<svg class="plot"') == 1
     assert "Privacy audit: MIDST operating points and ε lower bounds" in html
     assert "consistent with the claim" in html and "0.279 to 0.416" in html
+
+
+def test_train_runs_audits_and_studies_show_the_evidence(tmp_path_factory):
+    """Real outputs: a ``tabmem train`` run (with a holdout) writes the evidence; a study cell reads its audit's."""
+    import json
+
+    from report_inputs import cached_build
+
+    from tabmem.experiments.report import load_report_data
+
+    runs = cached_build(tmp_path_factory)
+    train = json.loads((runs / "tabddpm" / "summary.json").read_text())
+    audit = json.loads((runs.parent / "ddpm-audits" / "fang2024" / "summary.json").read_text())
+    for key in ("authenticity", "identical_matches", "nndr", "data_copying"):
+        assert key in train and key in audit
+    # the same final table, the same distance: the train run's evidence is the audit command's
+    assert train["authenticity"] == audit["authenticity"] and train["nndr"] == audit["nndr"]
+    assert train["identical_matches"] == audit["identical_matches"]
+    for source in (runs / "tabddpm", runs.parent / "study"):
+        html = render_report(load_report_data(source))
+        section = html.split("Distance evidence (each next to its holdout null)", 1)[1].split("<h3", 1)[0]
+        share = train["authenticity"]["holdout_closer_share"]
+        assert f"against {100 * share:.1f}% of real unseen rows" in section
+        assert "Not computed" not in section
