@@ -68,7 +68,7 @@ def test_evidence_lines_put_each_figure_next_to_the_holdout():
     assert [lvl for lvl, _ in lines] == ["alert", "neutral", "neutral", "neutral"]
     copying, auth, ident, nndr = (t for _, t in lines)
     assert "Z = -4.00, p = 3.2e-05; 2 of 8 tested cells flagged" in copying and "copying" in copying
-    assert "(2 of 10 k-means cells hold too few synthetic rows to test)" in copying
+    assert "flagged; 2 of 10 k-means cells hold too few synthetic rows to test; p < 0.05: copying)" in copying
     assert "61.0% of synthetic rows" in auth and "against 32.0% of real unseen rows" in auth
     assert "18.75% of synthetic rows equal a training row, against 1.25% of real unseen rows" in ident
     assert "5% quantile 0.020 (holdout 0.110), median 0.410 (holdout 0.550)" in nndr
@@ -242,3 +242,16 @@ def test_train_runs_audits_and_studies_show_the_evidence(tmp_path_factory):
         share = train["authenticity"]["holdout_closer_share"]
         assert f"against {100 * share:.1f}% of real unseen rows" in section
         assert "Not computed" not in section
+
+
+def test_every_distance_gets_its_block_and_fang2024_its_caution():
+    fang = evidence_summary()
+    fang["distance"] = fang["authenticity"]["distance"] = fang["nndr"]["distance"] = "fang2024"
+    gower = evidence_summary(-0.5, 0.31)
+    cell = Cell(name="c", path="x", audit=Audit(summary=fang))
+    cell.audits = {"fang2024": cell.audit, "gower": Audit(summary=gower)}
+    html = render_report(ReportData(title="t", source="x", kind="study", cells=[cell]))
+    section = html.split("Distance evidence (each next to its holdout null)", 1)[1].split("<h3", 1)[0]
+    assert section.index("Distance fang2024") < section.index("Distance gower")
+    assert section.count('<svg class="plot"') == 2 and section.count("min-max scales the numerical") == 1
+    assert "no difference from real unseen rows (Z = -0.50" in section

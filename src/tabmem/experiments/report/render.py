@@ -89,7 +89,6 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
             "epochs": plots.epochs_figure(cell.training, cell.audit) if cell.training is not None else None,
             "roc": plots.roc_figure(cell.attacks) if cell.attacks is not None else None,
             "distances": plots.distance_figure(cell.attacks) if cell.attacks is not None else None,
-            "evidence": plots.evidence_figure(cell.audit) if cell.audit is not None else None,
             "shape": plots.shape_figure(cell.quality) if cell.quality is not None else None,
         }
         epochs = tables.epochs_table(cell.training) if cell.training is not None else None
@@ -104,10 +103,9 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
                 "path": cell.path,
                 "axes": cell.axes,
                 "verdict": verdict,
-                "evidence": evidence_lines(cell.audit),
+                "evidence": _evidence_blocks(cell),
                 "evidence_finding": next((f for f in verdict.findings if f.topic == "Distance evidence"), None),
                 "privacy_finding": next((f for f in verdict.findings if f.topic == "Privacy audit"), None),
-                "evidence_tables": tables.evidence_tables(cell.audit),
                 "privacy_table": tables.privacy_table(cell),
                 "held": held,
                 "figs": figs,
@@ -155,6 +153,24 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
         show_records=bool(records),
         n_cells=len(cells),
     )
+
+
+def _evidence_blocks(cell: Cell) -> list[dict[str, Any]]:
+    """Per audit that holds distance evidence (the primary one first): its lines, figure and tables."""
+    blocks = []
+    audits = cell.audits or ({str(cell.audit.get("distance", "")): cell.audit} if cell.audit is not None else {})
+    for distance, audit in audits.items():
+        lines = evidence_lines(audit)
+        if lines:
+            blocks.append(
+                {
+                    "distance": distance,
+                    "lines": lines,
+                    "figure": plots.evidence_figure(audit),
+                    "tables": tables.evidence_tables(audit),
+                }
+            )
+    return blocks
 
 
 def _headline(verdicts: list) -> str:

@@ -257,7 +257,7 @@ def _copying_phrase(copying: dict[str, Any]) -> tuple[str, str]:
     of = f" of {used} tested" if isinstance(used, int) else ""
     untested = ""
     if isinstance(n_cells, int) and isinstance(used, int) and used != n_cells:
-        untested = f" ({n_cells - used} of {n_cells} k-means cells hold too few synthetic rows to test)"
+        untested = f"; {n_cells - used} of {n_cells} k-means cells hold too few synthetic rows to test"
     if z is None or p is None:
         return "info", "The data-copying test could not be computed (too few rows in the cells)."
     nums = f"Z = {z:.2f}, p = {p:.2g}; {len(flagged)}{of} cell{'' if used == 1 else 's'} flagged{untested}"
@@ -319,6 +319,16 @@ def evidence_lines(audit: Audit | None) -> list[tuple[str, str]]:
                 "Nearest-neighbour distance ratio d1/d2 (0: a copy): "
                 + ", ".join(parts)
                 + ("; lower than the holdout's means closer to single training rows." if hq else "."),
+            )
+        )
+    distance = auth.get("distance") or (audit.get("nndr") or {}).get("distance") or audit.get("distance")
+    if lines and distance == "fang2024":
+        lines.append(
+            (
+                "info",
+                "fang2024 min-max scales the numerical distances per query row, so the nearest training row is often "
+                "at distance 0 without being a copy: these figures separate less on it than on gower or l2 (the holdout "
+                "figures show how much).",
             )
         )
     return lines
