@@ -255,3 +255,13 @@ def test_every_distance_gets_its_block_and_fang2024_its_caution():
     assert section.index("Distance fang2024") < section.index("Distance gower")
     assert section.count('<svg class="plot"') == 2 and section.count("min-max scales the numerical") == 1
     assert "no difference from real unseen rows (Z = -0.50" in section
+
+
+def test_overview_table_puts_the_copying_test_and_the_bound_next_to_the_rates():
+    leaky = Cell(name="a", path="", audit=Audit(summary=evidence_summary()), attacks=privacy_attacks(3.0))
+    old = Cell(name="b", path="", audit=Audit(summary={"memorization_rate": 0.2}))
+    t = tables.overview_table([leaky, old], ["a", "b"])
+    z, eps = t.columns.index("copying Z (p)"), t.columns.index("ε lower bound")
+    assert (t.rows[0][z], t.rows[0][eps]) == ("-4.00 (3.2e-05)", "1.2")
+    assert (t.rows[1][z], t.rows[1][eps]) == ("-", "-")
+    assert len(t.numeric) == len(t.columns)

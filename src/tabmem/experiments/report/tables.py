@@ -439,6 +439,8 @@ def overview_table(cells: list[Cell], labels: list[str]) -> Table:
                 else "-",
                 f"{ATTACK_NAMES.get(best[0], best[0])} {_num(best[1].get('auc'), 3)}" if best else "-",
                 _num((best[1].get("tpr_at_fpr") or {}).get("0.1"), 3) if best else "-",
+                _copying_cell(a),
+                _num(((c.attacks.summary.get("_privacy") or {}) if c.attacks else {}).get("epsilon_lower_bound"), 3),
                 _num(q.value("shape"), 3) if q else "-",
                 _num(q.value("trend"), 3) if q else "-",
                 _mle_cell(q) if q else "-",
@@ -452,14 +454,24 @@ def overview_table(cells: list[Cell], labels: list[str]) -> Table:
             "excess, points (95% CI)",
             "strongest attack, AUC",
             "TPR@0.1",
+            "copying Z (p)",
+            "ε lower bound",
             "Shape",
             "Trend",
             "MLE (real)",
         ],
         rows,
         "",
-        [False] + [True] * 8,
+        [False] + [True] * 10,
     )
+
+
+def _copying_cell(a: Audit | None) -> str:
+    """The data-copying test's Z and p of the primary audit (Z << 0: copying), or "-"."""
+    copying = a.get("data_copying") if a is not None else None
+    if not isinstance(copying, dict) or finite(copying.get("z")) is None:
+        return "-"
+    return f"{float(copying['z']):.2f} ({_num(copying.get('p_value'), 2)})"
 
 
 def _mle_cell(q) -> str:
