@@ -238,8 +238,8 @@ def test_verdict_of_the_example_runs(runs):
 def test_every_figure_is_an_inline_svg_or_absent(runs):
     svgs = re.findall(r"<svg\b[^>]*>", cached_report(runs))
     # rates and frontier across cells; copies: heavy tail, distance evidence, ROC, distances, shape; tabddpm: the
-    # same and epochs; the failed cell: none
-    assert len(svgs) == 13
+    # same (distance evidence for both of its audits) and epochs; the failed cell: none
+    assert len(svgs) == 14
     for tag in svgs:
         assert tag.startswith('<svg class="plot" role="img" aria-label="') and "viewBox" in tag
         assert " width=" not in tag and " height=" not in tag  # scales with the page
