@@ -83,7 +83,8 @@ def test_verdict_is_first_and_plain(page_of):
 def test_every_plot_renders(page_of, tmp_path):
     path, page = page_of
     figures = page.evaluate(FIGURES_JS)
-    assert len(figures) == path.read_text().count('<svg class="plot"') == 14  # 11 + the distance evidence of three audits
+    # the 11 of the cells' parts and the overview, and the distance evidence of three audits
+    assert len(figures) == path.read_text().count('<svg class="plot"') == 14
     for fig in figures:
         assert fig["width"] > 400 and fig["height"] > 120, fig
         clip = {k: fig[k] for k in ("x", "y", "width", "height")}
