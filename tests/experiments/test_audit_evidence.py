@@ -129,3 +129,29 @@ def test_audit_step_evidence_equals_the_audit_command(evidence_study, tmp_path):
     for key in ("authenticity", "identical_matches", "nndr"):
         assert step[key] == cli[key]
     assert set(step["data_copying"]) == set(cli["data_copying"])
+
+
+def test_audit_step_validates_each_table_once_for_every_distance(evidence_study, tmp_path, monkeypatch):
+    """Two distances, each with its search and distance evidence: the synthetic and holdout rows are validated once."""
+    from collections import Counter
+
+    import tabmem.data.schema as schema_module
+
+    calls: Counter[str] = Counter()
+    raw = schema_module._validate_raw
+
+    def counting(table, schema, *, name="synthetic", **kw):
+        calls[name] += 1
+        return raw(table, schema, name=name, **kw)
+
+    monkeypatch.setattr(schema_module, "_validate_raw", counting)
+    text = evidence_study.read_text().replace('distances = ["fang2024"]', 'distances = ["fang2024", "gower"]')
+    text = text.split("[[mitigations]]")[0] + '[[mitigations]]\nlabel = "fresh"\nstep = "ev_fresh"\n'
+    evidence_study.write_text(text)
+    outcome = run_study(evidence_study, tmp_path / "out", echo=lambda line: None, jobs=1)
+    assert (outcome.done, outcome.failed) == (1, [])
+    cell = load_study(evidence_study).cells[0]
+    for d in ("fang2024", "gower"):
+        s = json.loads((tmp_path / "out" / "cells" / cell.id / "audit" / d / "summary.json").read_text())
+        assert s["authenticity"]["distance"] == d and s["data_copying"] is not None
+    assert calls["synthetic"] == 1 and calls["holdout"] == 1
