@@ -295,7 +295,7 @@ def evidence_figure(audit: Audit) -> str | None:
     ax.set_xlabel("quantile of the rows (%)")
     ax.set_ylabel("d1 / d2")
     ax.set_title("Nearest-neighbour distance ratio")
-    ax.legend(loc="upper left")
+    ax.legend(loc="best")
     bx = axes[1]
     bars = [
         (
@@ -346,12 +346,13 @@ def evidence_figure(audit: Audit) -> str | None:
         cx.axhline(0, color=INK, lw=0.8)
         used = int(copying.get("n_cells_used") or 0)  # type: ignore[union-attr]
         alpha = finite(copying.get("alpha")) or 0.05  # type: ignore[union-attr]
+        label = "k-means cell (grey: not tested)"
         if used:
-            cut = NormalDist().inv_cdf(alpha / used)
-            cx.axhline(cut, color=SYNTH, lw=0.9, ls="--", label=f"flagged below Z = {cut:.2f}")
-            cx.legend(loc="upper right")
+            cut = NormalDist().inv_cdf(alpha / used)  # a cell is flagged when Φ(Z) < alpha / cells used
+            cx.axhline(cut, color=SYNTH, lw=0.9, ls="--")
+            label += f"\ndashed: flagged below Z = {cut:.2f}"
         cx.set_xticks(x, [str(c.get("cell")) for c in cells])
-        cx.set_xlabel("k-means cell (grey: not tested)")
+        cx.set_xlabel(label)
         cx.set_ylabel("Z (< 0: closer than real rows)")
         cx.set_title("Data-copying test per cell")
     return to_svg(fig, "Distance evidence: synthetic rows next to real holdout rows")
