@@ -51,6 +51,9 @@ ATTACK_NAMES = {
     "density": "density (KDE)",
     "domias": "DOMIAS",
     "lira": "LiRA",
+    "lira_offline": "LiRA (offline)",
+    "lira_domias": "LiRA (DOMIAS statistic)",
+    "lira_levatt": "LiRA (LevAtt statistic)",
     "groundhog": "Groundhog",
 }
 MLE_NAMES = {"rmse": "RMSE", "auc": "ROC-AUC", "macro_f1": "macro-F1"}
