@@ -229,6 +229,7 @@ MEASURED_300 = {
 
 
 @pytest.mark.slow
+@pytest.mark.long  # 20-60 minutes per seed: run by hand (pytest -m long), not in CI
 @pytest.mark.parametrize("seed", [0, 1])
 def test_ctgan_paper_preset_reproduces_the_published_rate(shared_data_dir, seed) -> None:
     """LONG (one 300-epoch CTGAN fit per seed: 20 minutes on a quiet core, about an hour on a loaded one).

@@ -2,6 +2,10 @@
 
 This is what ``tabmem attack`` does; the CLI only reads files and writes the results.
 Targets are the members followed by the non-members (``target_row`` = position in that order).
+Shadow-model attacks (``needs_shadows``) run when a :class:`~tabmem.attacks.shadows.ShadowSet`
+is given (:func:`tabmem.experiments.attack_to_dir` trains one); every attack's summary carries,
+next to AUC and TPR@FPR, the auditor's numbers of :func:`tabmem.attacks.auditing.membership_audit`
+(MIDST and conservative TPR at FPR 0.1 and 0.01, ``min_resolved_fpr``, the ε lower bound).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import pandas as pd
 from sklearn.metrics import roc_curve
 
 from tabmem._io import write_frame, write_json
+from tabmem.attacks.auditing import membership_audit
 from tabmem.attacks.base import ATTACKS, get_attack
 from tabmem.attacks.evaluation import (
     MembershipResult,
@@ -23,6 +28,7 @@ from tabmem.attacks.evaluation import (
     original_threshold,
     rank_infinite,
 )
+from tabmem.attacks.shadows import ShadowSet
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
 from tabmem.errors import TabmemError
 
@@ -40,6 +46,7 @@ class AttackReport:
     config: dict[str, Any] = field(default_factory=dict)
     schema: Schema | None = None
     warnings: list[str] = field(default_factory=list)
+    audit: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def risk(self) -> pd.DataFrame:
         """Per-record risk table joining all attacks (ranks, best rank first); see :func:`tabmem.attacks.compare.risk_table`."""
@@ -70,7 +77,7 @@ class AttackReport:
 
     def summary(self) -> dict[str, Any]:
         """``{attack: {"auc", "auc_ci", "tpr_at_fpr", ...}}`` plus ``"_meta"`` (sizes, overlap, skipped attacks)."""
-        out: dict[str, Any] = {name: r.to_dict() for name, r in self.results.items()}
+        out: dict[str, Any] = {name: {**r.to_dict(), **self.audit.get(name, {})} for name, r in self.results.items()}
         any_r = next(iter(self.results.values()), None)
         out["_meta"] = {
             "n_members": any_r.n_members if any_r else None,
@@ -110,6 +117,9 @@ def run_attacks(
     extra: str = "error",
     n_bootstrap: int = 200,
     random_state: int = 0,
+    shadows: ShadowSet | None = None,
+    delta: float = 1e-5,
+    confidence: float = 0.95,
 ) -> AttackReport:
     """Fit every attack on the synthetic table, score members and non-members, evaluate.
 
@@ -117,8 +127,10 @@ def run_attacks(
     differ from the schema (``extra="ignore"`` drops unknown columns), empty tables, members
     identical to non-members. ``domias`` without a reference table is skipped (reported in
     ``skipped``) unless it is the only attack asked for; so is an attack that cannot run on these
-    tables (its reason in ``skipped``). Fewer than
+    tables (its reason in ``skipped``), and so are shadow-model attacks without ``shadows``
+    (planned for exactly these targets, members followed by non-members). Fewer than
     :data:`~tabmem.attacks.evaluation.MIN_TARGETS` members or non-members add a warning.
+    ``delta`` and ``confidence`` are those of the ε lower bound and the exact intervals.
     """
     unknown = [a for a in attacks if a not in ATTACKS]
     if unknown:
@@ -149,6 +161,7 @@ def run_attacks(
     scores = pd.DataFrame({"target_row": np.arange(len(targets)), "is_member": is_member})
     results: dict[str, MembershipResult] = {}
     skipped: dict[str, str] = {}
+    audit: dict[str, dict[str, Any]] = {}
     for name in attacks:
         kw = dict(params.get(name, {}))
         cls = ATTACKS[name]
@@ -159,12 +172,27 @@ def run_attacks(
                 raise TabmemError(f"{name} needs a reference table of real non-member rows (--reference)")
             skipped[name] = "needs a reference table (--reference)"
             continue
+        if cls.needs_shadows and shadows is None:
+            if len(attacks) == 1:
+                raise TabmemError(
+                    f"{name} is a shadow-model attack: it needs shadow generators (--population, --model)"
+                )
+            skipped[name] = "needs shadow generators (--population and --model)"
+            continue
+        if cls.needs_shadows and shadows is not None and shadows.design not in cls.shadow_designs:
+            skipped[name] = f"needs {' or '.join(cls.shadow_designs)} shadows (the shadows are {shadows.design})"
+            continue
         if not cls.supports_nan and has_nan:
             skipped[name] = f"{name} needs complete rows (missing values present)"
             continue
         attack = get_attack(name, **kw)
         try:
-            s = attack.fit(checked["synthetic"], schema, reference=checked.get("reference")).score(targets)
+            s = attack.fit(
+                checked["synthetic"],
+                schema,
+                reference=checked.get("reference"),
+                shadows=shadows if cls.needs_shadows else None,
+            ).score(targets)
         except TabmemError as exc:
             if len(attacks) == 1:
                 raise
@@ -172,12 +200,15 @@ def run_attacks(
             continue
         scores[name] = s
         results[name] = evaluate_membership(s, is_member, n_bootstrap=n_bootstrap, random_state=random_state)
+        audit[name] = membership_audit(s, is_member, delta=delta, confidence=confidence, random_state=random_state)
     config = {
         "attacks": list(attacks),
         "attack_params": {k: {p: _plain(v) for p, v in kw.items()} for k, kw in params.items() if k in attacks},
         "nan": nan,
         "n_bootstrap": int(n_bootstrap),
         "random_state": random_state,
+        "delta": delta,
+        "confidence": confidence,
     }
     warnings = degenerate_warnings(len(checked["members"]), len(checked["non-members"]))
     return AttackReport(
@@ -188,6 +219,7 @@ def run_attacks(
         config=config,
         schema=schema,
         warnings=warnings,
+        audit=audit,
     )
 
 

@@ -1,4 +1,9 @@
-"""``tabmem audit``: replica detection of a synthetic table against its training table."""
+"""``tabmem audit``: replica detection of a synthetic table against its training table.
+
+Next to the replica rates, ``summary.json`` holds distance evidence with its own null
+(:func:`tabmem.memorization.evidence.distance_evidence`): the data-copying test (with a holdout),
+authenticity, identical matches and NNDR, each next to the holdout's figure.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from tabmem.cli._options import (
     training_table_options,
 )
 from tabmem.errors import TabmemError
+from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import DUPLICATES, ReplicaDetector, ReplicaResult
 from tabmem.neighbors.distances import DISTANCES
 
@@ -69,6 +75,22 @@ def summary_table(summary: dict, title: str = "Replica audit") -> Table:
         k = summary["rare_values"]["k"]
         label = "rows with a one-off training value" if k == 2 else f"rows with a training value in < {k} rows"
         rows.append((label, _with_holdout(summary, "rare_value_leakage")))
+    auth = summary.get("authenticity") or {}
+    if auth:
+        rows.append(
+            (
+                "closer than their training row's neighbour (authenticity)",
+                f"{_pct(auth['synthetic_closer_share'])} (holdout {_pct(auth.get('holdout_closer_share', float('nan')))})",
+            )
+        )
+    copying = summary.get("data_copying")
+    if copying:
+        rows.append(
+            (
+                "data-copying test (Z << 0: copying)",
+                f"Z = {copying['z']:.2f}, p = {copying['p_value']:.3g}, {len(copying['cells_flagged'])} cell(s) flagged",
+            )
+        )
     tail = summary["heavy_tail"]
     rows += [
         ("records with >= 1 replica", f"{tail['n_records_with_replicas']:,}"),
@@ -80,8 +102,8 @@ def summary_table(summary: dict, title: str = "Replica audit") -> Table:
     return table
 
 
-def _pct(x: float) -> str:
-    return "n/a" if x != x else f"{100 * x:.1f}%"
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None or x != x else f"{100 * x:.1f}%"
 
 
 def _with_holdout(summary: dict, key: str) -> str:
@@ -145,6 +167,14 @@ def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -
 )
 @click.option("--ignore-extra", is_flag=True, help="Drop columns that are not in the training table.")
 @click.option("--out", "out", type=click.Path(file_okay=False), default="tabmem-audit", show_default=True)
+@click.option(
+    "--copying-cells",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="k-means cells of the data-copying test (needs a holdout).",
+)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the k-means cells.")
 @click.option("--show-records", is_flag=True, help="Print the most-replicated training records (raw values!).")
 @click.option("--n-jobs", type=NJOBS, default=None, help="Worker threads (default: every CPU available; -1 = all).")
 @click.option(
@@ -169,6 +199,8 @@ def audit(
     rare_k,
     ignore_extra,
     out,
+    copying_cells,
+    seed,
     show_records,
     n_jobs,
     memory_gb,
@@ -208,17 +240,23 @@ def audit(
     echo_threads(resolve_n_jobs(n_jobs, "--n-jobs"), 1, "each in the neighbour search")
     t0 = time.perf_counter()
     detector.fit(train_df, schema)
+    extra = "ignore" if ignore_extra else "error"
+    # each table validated once, then shared by the replica search and the distance evidence
+    syn = detector.validate(syn, name="synthetic", unseen=unseen, extra=extra)
+    if hold is not None:
+        hold = detector.validate(hold, name="holdout", unseen=unseen, extra=extra)
     n_rows = len(syn) + (len(hold) if hold is not None else 0)
     result = run_with_progress(
         console,
         n_rows,
         float(n_rows) * len(train_df),
-        lambda cb: detector.score(
-            syn, holdout=hold, unseen=unseen, extra="ignore" if ignore_extra else "error", progress=cb
-        ),
+        lambda cb: detector.score(syn, holdout=hold, unseen=unseen, extra=extra, progress=cb),
+    )
+    evidence = distance_evidence(
+        detector, result, syn, hold, n_cells=min(copying_cells, len(train_df)), random_state=seed
     )
     elapsed = time.perf_counter() - t0
-    summary = write_outputs(result, out_dir, {"seconds": elapsed, "schema": schema.to_dict()})
+    summary = write_outputs(result, out_dir, {"seconds": elapsed, "schema": schema.to_dict(), **evidence})
     console.print(summary_table(summary))
     for message in summary["warnings"]:
         echo_warning(message)

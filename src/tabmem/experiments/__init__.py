@@ -2,6 +2,9 @@
 
 * :func:`train_to_dir` / :func:`demo_train` (``training.py``): train a generator with tracking,
   checkpoints and the final audit into a run directory (what ``tabmem train`` and ``tabmem demo`` run).
+* :func:`attack_to_dir` (``attack.py``): membership inference into a directory, with shadow
+  generators (``shadows.py``: planned, trained in parallel, cached, resumable) for the
+  shadow-model attacks (what ``tabmem attack`` runs).
 * Studies (``tabmem run``): :func:`load_study` reads a TOML study file (``study.py``: axes, grid,
   cell hashes), :func:`run_study` runs its cells (``runner.py``) on an executor
   (``executors.py``: local processes or Ray) through registered pipeline steps (``steps/``: the
@@ -22,6 +25,9 @@ _EXPORTS = {
     "train_to_dir": "tabmem.experiments.training",
     "demo_train": "tabmem.experiments.training",
     "write_report": "tabmem.experiments.report",
+    "attack_to_dir": "tabmem.experiments.attack",
+    "train_shadows": "tabmem.experiments.shadows",
+    "load_shadows": "tabmem.experiments.shadows",
     "load_results": "tabmem.experiments.store",
     "load_published": "tabmem.experiments.store",
     "load_study": "tabmem.experiments.study",

@@ -337,7 +337,23 @@ class ReplicaDetector:
         self.n_train_ = len(checked)
         self.copies_ = ExactCopies().fit(checked.data, schema)
         self.rare_ = RareValues(self.rare_k).fit(checked.data, schema)
+        self.training_table_ = checked  # the validated training table, for analyses that need its rows
         return self
+
+    def validate(
+        self,
+        table: pd.DataFrame | ValidatedTable,
+        *,
+        name: str = "synthetic",
+        nan: NanPolicy | None = None,
+        unseen: UnseenPolicy = "error",
+        extra: str = "error",
+    ) -> ValidatedTable:
+        """``table`` validated as :meth:`score` validates it (training schema and categories), once:
+        pass the result to :meth:`score` and to other analyses so that it is not validated again."""
+        if not hasattr(self, "index_"):
+            raise NotFittedError("ReplicaDetector is not fitted: call fit(train, schema) first")
+        return self.index_.validate(table, name=name, nan=nan or self.nan, unseen=unseen, extra=extra)  # type: ignore[arg-type]
 
     def score(
         self,

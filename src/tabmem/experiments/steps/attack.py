@@ -1,11 +1,17 @@
-"""``attack``: no-box membership inference on the cell's synthetic table (:func:`run_attacks`).
+"""``attack``: membership inference on the cell's synthetic table (:func:`run_attacks`).
 
 Members are the original training rows (capped at ``n_members`` by a seeded subsample); non-members
 are the test split (capped at ``n_non_members``). With ``reference = "test"`` the test split is
 cut in two seeded halves: non-members and DOMIAS's reference of real non-member rows (without a
 reference DOMIAS is skipped, as ``tabmem attack`` does). Writes the ``tabmem attack`` layout
 (summary.json, scores.csv, risk.csv, roc.csv) and, per attack, AUC and TPR at low FPR with bootstrap
-intervals.
+intervals, MIDST's TPR at FPR 0.1 / 0.01 and the signed ε lower bound.
+
+Shadow-model attacks (``lira``, ``groundhog``...) need ``shadows >= 4``: that many copies of the
+cell's generator (its model, preset and parameters, as ``train`` resolved them) are trained on
+halves of the targets (:mod:`tabmem.experiments.shadows`, under the step's ``shadows/``; an
+interrupted step resumes them), topped up from the population: the test rows that are neither
+non-members nor the reference. The step then runs :func:`tabmem.experiments.attack_to_dir`.
 """
 
 from __future__ import annotations
@@ -54,8 +60,11 @@ class AttackStep(Step):
         "reference": Field("none", choice(["none", "test"]), "DOMIAS reference: none, or half of the test split"),
         "nan": Field("error", choice(["error", "match"]), "missing values"),
         "n_bootstrap": Field(200, integer(0), "bootstrap resamples of the AUC and TPR intervals (0: none)"),
+        "shadows": Field(0, integer(0), "shadow generators for the shadow-model attacks (lira, groundhog; 0: none)"),
+        "shadow_design": Field("online", choice(["online", "offline"]), "online: targets in half the shadows"),
     }
     needs = ("synthetic",)
+    resumable = True  # shadows already trained are kept; the attacks themselves are recomputed
 
     @classmethod
     def configure(cls, options: Mapping[str, Any], cell: CellInfo, where: str) -> dict[str, Any]:
@@ -70,10 +79,22 @@ class AttackStep(Step):
         for name, p in config["params"].items():
             if not isinstance(p, Mapping):
                 raise ParameterError(f"{where}params.{name} must be a table of parameters, got {p!r}")
+        from tabmem.attacks import ATTACKS
+
+        shadow_attacks = [a for a in config["attacks"] if ATTACKS[a].needs_shadows]
+        if shadow_attacks and config["shadows"] < 4:
+            raise ParameterError(
+                f"{where}shadows: {', '.join(shadow_attacks)} need shadow generators: set shadows >= 4, got {config['shadows']}"
+            )
+        if config["shadows"]:
+            require_test(cell, "shadows", "test", where)  # the population comes from the test split
+            from tabmem.experiments.steps.train import TrainStep
+
+            gen = TrainStep.configure({"device": None}, cell, where)
+            config["generator"] = {k: gen[k] for k in ("model", "preset", "dataset_preset", "params", "resolved")}
         return config
 
     def run(self, ctx: StepContext) -> list[MetricRow]:
-        from tabmem.attacks.evaluation import DEFAULT_FPRS
         from tabmem.attacks.runner import run_attacks
 
         c = self.config
@@ -86,13 +107,17 @@ class AttackStep(Step):
             half = len(test) // 2
             reference = test.iloc[np.sort(order[half:])].reset_index(drop=True)
             test = test.iloc[np.sort(order[:half])].reset_index(drop=True)
-        non_members = _cap(test, c["n_non_members"], ctx.seed_for("non-members"))
+        keep = subsample_rows(len(test), c["n_non_members"], ctx.seed_for("non-members"))
+        population = test.drop(index=test.index[keep]).reset_index(drop=True)
+        non_members = test.iloc[keep].reset_index(drop=True)
         defaults = {
             "levatt": {"serializer": c["serializer"], "n_jobs": ctx.threads},
             "dcr": {"distance": c["distance"], "n_jobs": ctx.threads},
             "mc": {"distance": c["distance"], "n_jobs": ctx.threads},
         }
         params = {name: {**defaults.get(name, {}), **dict(c["params"].get(name, {}))} for name in c["attacks"]}
+        if c["shadows"]:
+            return self._run_with_shadows(ctx, members, non_members, population, reference, params)
         report = run_attacks(
             members,
             non_members,
@@ -106,6 +131,42 @@ class AttackStep(Step):
             random_state=ctx.seed_for("attack"),
         )
         report.save(ctx.out)
+        return self._rows(ctx, report, report.summary())
+
+    def _run_with_shadows(self, ctx, members, non_members, population, reference, params) -> list[MetricRow]:
+        from tabmem.attacks.runner import AttackReport
+        from tabmem.experiments.attack import attack_to_dir
+
+        c, g = self.config, self.config["generator"]
+        captured: list[AttackReport] = []
+        summary = attack_to_dir(
+            members,
+            non_members,
+            ctx.read_table("synthetic"),
+            ctx.data.schema,
+            ctx.out,
+            attacks=c["attacks"],
+            attack_params=params,
+            reference=reference,
+            population=population,
+            model=g["model"],
+            preset=g["preset"],
+            params=g["params"],
+            dataset=g["dataset_preset"],
+            n_shadows=c["shadows"],
+            shadow_design=c["shadow_design"],
+            threads=ctx.threads,
+            population_overlap="drop",
+            nan=c["nan"],
+            n_bootstrap=c["n_bootstrap"],
+            seed=ctx.seed_for("attack"),
+            on_report=captured.append,
+        )
+        return self._rows(ctx, captured[0], summary)
+
+    def _rows(self, ctx: StepContext, report: Any, summary: dict[str, Any]) -> list[MetricRow]:
+        from tabmem.attacks.evaluation import DEFAULT_FPRS
+
         rows: list[MetricRow] = []
         for name, r in report.results.items():
             tci = r.tpr_at_fpr_ci  # same stratified resamples as the AUC interval
@@ -128,6 +189,28 @@ class AttackStep(Step):
                 metric("n_non_members", r.n_non_members, component=name),
                 metric("min_resolved_fpr", 1.0 / r.n_non_members, component=name),
             ]
+            audit = summary[name]
+            for f in ("0.1", "0.01"):
+                m = audit["midst_tpr_at_fpr"][f]
+                rows.append(
+                    metric(
+                        f"midst_tpr_at_fpr_{f}",
+                        m["tpr"],
+                        component=name,
+                        ci=m["tpr_ci"],
+                        goal="minimize",
+                        baseline=float(f),
+                    )
+                )
+            rows.append(
+                metric(
+                    "epsilon_lower_bound",
+                    audit["epsilon_lower_bound"]["epsilon"],
+                    component=name,
+                    goal="minimize",
+                    baseline=0.0,
+                )
+            )
         return rows
 
     @classmethod
@@ -135,7 +218,12 @@ class AttackStep(Step):
         n = float(cell.dataset.n_rows or 10_000)
         members = min(n, float(config["n_members"] or n))
         non_members = float(config["n_non_members"] or n / 4)
-        return attack_seconds(list(config["attacks"]), members + non_members, n, cell, config["n_bootstrap"])
+        total = attack_seconds(list(config["attacks"]), members + non_members, n, cell, config["n_bootstrap"])
+        if config["shadows"]:  # each shadow: the cell's training cost on a training table of the same size
+            from tabmem.experiments.estimate import train_seconds
+
+            total += config["shadows"] * train_seconds({**config["generator"], "holdout": False}, cell)
+        return total
 
 
 def _cap(frame, cap: int | None, seed: int):
