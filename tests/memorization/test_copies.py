@@ -91,8 +91,18 @@ def test_rare_values_equal_counting_by_hand(k) -> None:
     assert res.n_rare_values == sum(len(v) for v in rare.values())
     leaked = {c: {str(v) for v in syn[c] if str(v) in rare[c]} for c in SCHEMA.columns}
     assert res.per_column.set_index("column")["n_leaked"].to_dict() == {c: len(v) for c, v in leaked.items()}
-    with pytest.raises(ParameterError, match="rare_k"):
+    with pytest.raises(ParameterError, match=r"^rare_k must be in \[2, inf\], got 1$"):
         RareValues(1).fit(clean_t, SCHEMA)
+    assert RareValues().k == 2  # values that occur once
+
+
+def test_a_missing_category_is_not_a_rare_value() -> None:
+    """Missing values are not values: one missing category in training is not rare, nor leaked."""
+    train = pd.DataFrame({"x": [1.0, 1.0, 2.0, 2.0], "y": [0.0, 0.0, 0.0, 0.0], "k": ["a", "a", None, "b"]})
+    syn = pd.DataFrame({"x": [1.0], "y": [0.0], "k": [None]})
+    clean_t = validate(train, SCHEMA, name="training").data
+    res = RareValues().fit(clean_t, SCHEMA).score(validate(syn, SCHEMA).data)
+    assert res.n_rare_values == 1 and res.rows.tolist() == [False]  # only k = b
 
 
 def test_papers_rule_and_duplicates_replica_on_duplicated_training_rows() -> None:

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from tabmem import Schema
+from tabmem.data.schema import validate
 from tabmem.errors import NotFittedError, ParameterError, SchemaError, set_option_lookup
 from tabmem.memorization.replicas import ReplicaDetector
 
@@ -236,3 +237,25 @@ def test_copies_are_replicas_whatever_the_second_distance() -> None:
     assert res.table["ratio"].tolist() == [0.0] and res.memorization_rate == 1.0
     two = ReplicaDetector().fit(TRAIN.iloc[[0, 5]], SCHEMA).score(TRAIN.iloc[[0, 5]])
     assert two.table["ratio"].tolist() == [0.0, 0.0] and two.n_undefined_ratio == 0
+
+
+def test_fit_infers_or_takes_the_schema_and_passes_its_options_on() -> None:
+    inferred = ReplicaDetector().fit(TRAIN)
+    assert inferred.schema_ == Schema.infer(TRAIN)
+    checked = validate(TRAIN, SCHEMA, name="training")
+    det = ReplicaDetector(n_jobs=1, memory_budget=1 << 20).fit(checked)  # a validated table brings its schema
+    assert det.schema_ == SCHEMA and det.encoder_.schema == SCHEMA
+    assert (det.index_.n_jobs, det.index_.memory_budget) == (1, 1 << 20)
+    assert det.distance_ is det.index_.distance_ and det.distance_ is not None
+    with pytest.raises(SchemaError, match=r"^training table: column 'x' has 1 missing value"):
+        ReplicaDetector().fit(_rows((np.nan, 0, "a"), (2, 0, "b")), SCHEMA)
+
+
+@pytest.mark.parametrize("nan", ["match", "drop"])
+def test_missing_training_values_are_matched_under_match_and_drop(nan) -> None:
+    """nan='drop' drops scored rows only: the training table's missing values are compared as values."""
+    train = _rows((np.nan, 0, "a"), (2, 0, "b"), (5, 1, "a"))
+    res = ReplicaDetector(nan=nan).fit(train, SCHEMA).score(_rows((np.nan, 0, "a"), (5, 1, "a")))
+    # both scored rows copy a training row; "drop" drops the scored row with a missing value
+    assert res.table["exact_copy"].tolist() == ([True, True] if nan == "match" else [True])
+    assert res.table["synthetic_row"].tolist() == ([0, 1] if nan == "match" else [1])
