@@ -236,7 +236,7 @@ def verdicts(name: str, work: Path) -> dict[str, str]:
 def summarise(name: str, statuses: dict[str, str], equivalent: dict[str, str]) -> dict[str, object]:
     counts = Counter(statuses.values())
     checked = {k: s for k, s in statuses.items() if s != "not checked"}
-    eq = [k for k in checked if k in equivalent and checked[k] != "killed"]
+    eq = [k for k in checked if k in equivalent and checked[k] not in ("killed", "timeout")]
     killed = sum(1 for s in checked.values() if s in ("killed", "timeout"))
     denominator = len(checked) - len(eq)
     return {
