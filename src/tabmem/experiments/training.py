@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem._io import write_frame, write_json
-from tabmem.callbacks import Callback
+from tabmem.callbacks import Callback, StopAtEpoch
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.generators import get_generator
@@ -44,6 +44,7 @@ CONFIG_KEYS = (
     "distance",
     "checkpoint_every",
     "source",
+    "stop_after",
 )
 
 __all__ = ["train_to_dir", "demo_train"]
@@ -118,6 +119,7 @@ def train_to_dir(
     source: dict[str, Any] | None = None,
     q: float = 0.10,
     dataset: str | None = None,
+    stop_after: int | None = None,
 ) -> dict[str, Any]:
     """Train ``model`` on ``train`` into ``out_dir`` (layout in the module docstring); returns the summary.
 
@@ -125,10 +127,14 @@ def train_to_dir(
     (real rows not trained on) gives the baseline memorization rate. With ``resume=True`` the run
     continues from ``out_dir/checkpoint.pt`` and must use the same settings. ``dataset`` (a
     registered name) selects the preset's per-dataset settings (``DATASET_PRESETS``).
+    ``stop_after`` stops after that many epochs of the full schedule (a warm-up:
+    :class:`~tabmem.callbacks.StopAtEpoch`; a learning rate decaying over the full run is kept).
     """
     out = Path(out_dir)
     params = dict(params or {})
     gen = get_generator(model, preset=preset, dataset=dataset, **params)
+    if stop_after is not None and not 1 <= int(stop_after) <= int(gen.epochs):
+        raise TabmemError(f"stop_after must be in [1, epochs={gen.epochs}], got {stop_after!r}")
     if checkpoint_every is None:
         checkpoint_every = track_every if track_every else max(1, int(gen.epochs) // 10)
     config = {
@@ -142,6 +148,7 @@ def train_to_dir(
         "checkpoint_every": int(checkpoint_every),
         "source": source or {},
         "schema": schema.to_dict(),
+        "stop_after": None if stop_after is None else int(stop_after),
     }
     ckpt = out / "checkpoint.pt"
     if resume:
@@ -175,7 +182,9 @@ def train_to_dir(
             random_state=seed,
         )
         callbacks.append(tracker)
-    callbacks.append(_Progress(int(gen.epochs), enabled=progress))
+    if stop_after is not None:
+        callbacks.append(StopAtEpoch(int(stop_after)))
+    callbacks.append(_Progress(int(stop_after or gen.epochs), enabled=progress))
     t0 = time.perf_counter()
     gen.fit(
         train,
