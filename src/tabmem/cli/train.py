@@ -7,15 +7,14 @@ prints or logs raw training records.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import click
 
 from tabmem.cli._options import (
     default_threads,
     load_training_table,
+    parse_params,
     prepare_out_dir,
     read_user_table,
     seed_option,
@@ -24,22 +23,6 @@ from tabmem.cli._options import (
 )
 from tabmem.errors import TabmemError
 from tabmem.neighbors.distances import DISTANCES
-
-
-def _parse_params(items: tuple[str, ...]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise TabmemError(f"--param expects KEY=VALUE, got {item!r}")
-        key, raw = item.split("=", 1)
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        if isinstance(value, list):
-            value = tuple(value)
-        out[key.strip()] = value
-    return out
 
 
 @click.command("train")
@@ -151,7 +134,7 @@ def train(
         source["holdout"] = str(holdout_path)
     prepare_out_dir(out_dir)
     torch.set_num_threads(threads or default_threads())
-    p = _parse_params(params)
+    p = parse_params(params)
     if epochs is not None:
         p["epochs"] = epochs
     if device is not None:
