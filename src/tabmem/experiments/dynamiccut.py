@@ -183,6 +183,7 @@ def dynamiccut_to_dir(
         ranking=given,
         mix=mix,
         mix_ratio=mix_ratio,
+        schema=schema,
     )
     table = validate(train, schema, name="training", nan="error")
     fingerprint = table_fingerprint(table)

@@ -40,7 +40,7 @@ from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
 from tabmem.errors import NotFittedError, ParameterError
 from tabmem.generators import get_generator
 from tabmem.memorization.tracker import MemorizationTracker
-from tabmem.mitigation.base import AUGMENTERS, augmented_table, get_augmenter
+from tabmem.mitigation.base import AUGMENTERS, augmented_table, get_augmenter, require_class_target
 from tabmem.mitigation.evaluation import mitigation_report
 from tabmem.mitigation.ranking import RANKING_METHODS, Ranking, n_to_prune, random_ranking, rank_records
 
@@ -68,15 +68,21 @@ def check_dynamiccut(
     ranking: Ranking | None = None,
     mix: str | None = None,
     mix_ratio: float = 0.3,
+    schema: Schema | None = None,
 ) -> None:
-    """Check DynamicCut's settings before any work (one error naming the option: argument and CLI flag)."""
+    """Check DynamicCut's settings before any work (one error naming the option: argument and CLI flag).
+
+    With ``schema``, a label-conditioned ``mix`` on a table without a categorical target fails here,
+    before the warm-up."""
     check_choice("prune_by (--prune-by)", prune_by, RANKING_METHODS)
     check_number("prune (--prune)", prune, low=0.0, high=1.0, low_open=True, high_open=True)
     check_positive_int("top_k (--top-k)", top_k)
     check_positive_int("epochs (--epochs)", epochs)
     if mix is not None:
-        AUGMENTERS.get(mix)  # unknown names fail here, listing the known ones
+        aug = AUGMENTERS.get(mix)  # unknown names fail here, listing the known ones
         check_number("mix_ratio (--mix-ratio)", mix_ratio, low=0.0, low_open=True)
+        if schema is not None and aug.needs_target:
+            require_class_target(schema, f"--mix {mix}")
     if not needs_warmup(prune_by, ranking) or prune_by == "count":
         if track_every is not None:
             check_positive_int("track_every (--track-every)", track_every)
@@ -198,19 +204,13 @@ class DynamicCut:
         """Stage 1 (warm-up and ranking, unless skipped) and stage 2 (prune, mix, retrain from scratch)."""
         seed = check_random_state(self.random_state)
         epochs = int(self._generator().epochs)
-        check_dynamiccut(
-            epochs=epochs,
-            warmup_epochs=self.warmup_epochs,
-            track_every=self.track_every,
-            top_k=self.top_k,
-            prune=self.prune,
-            prune_by=self.prune_by,
-            ranking=self.ranking,
-            mix=self.mix,
-            mix_ratio=self.mix_ratio,
-        )
         if schema is None:
             schema = train.schema if isinstance(train, ValidatedTable) else Schema.infer(train)
+        check_dynamiccut(
+            epochs=epochs, warmup_epochs=self.warmup_epochs, track_every=self.track_every, top_k=self.top_k,
+            prune=self.prune, prune_by=self.prune_by, ranking=self.ranking, mix=self.mix, mix_ratio=self.mix_ratio,
+            schema=schema,
+        )  # fmt: skip
         table = validate(train, schema, name="training", nan="error")
         fingerprint = table_fingerprint(table)
         self.n_train_ = len(table)
