@@ -140,3 +140,29 @@ def test_dynamiccut_refuses_ranking_of_another_table_and_mix_without_target(file
         capsys,
     )  # fmt: skip
     assert code == 2 and "--mix tabcutmix is label-conditioned" in text
+
+
+def test_rank_command_writes_a_ranking_usable_for_transfer(files, tmp_path, capsys):
+    run_dir = tmp_path / "train"
+    code, text = run(
+        ["train", "--train", files["train"], "--categorical", "level", "--target", "y", "--epochs", "4",
+         "--track-every", "2", "--threads", "1", "--quiet", *TINY, "--out", run_dir],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, text
+    code, text = run(["rank", "--run", run_dir, "--by", "count", "--out", tmp_path / "count.csv"], capsys)
+    assert code == 0 and "ranked 60 training records" in text
+    r = pd.read_csv(tmp_path / "count.csv")
+    assert list(r.columns) == ["train_row", "score", "rank"] and sorted(r["rank"]) == list(range(1, 61))
+    assert json.loads((tmp_path / "count.json").read_text())["method"] == "count"
+    code, text = run(
+        ["rank", "--run", run_dir, "--by", "intensity", "--warmup-epochs", "1", "--out", tmp_path / "i.csv"], capsys
+    )
+    assert code == 2 and "no tracked epoch <= warmup_epochs=1" in text
+    code, text = run(
+        ["dynamiccut", "--train", files["train"], *BASE, *TINY, "--no-quality", "--ranking", tmp_path / "count.csv",
+         "--out", tmp_path / "dc"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, text
+    assert json.loads((tmp_path / "dc" / "summary.json").read_text())["prune_by"] == "count"

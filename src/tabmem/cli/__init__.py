@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "generate-icl": "tabmem.cli.generate_icl:generate_icl",
     "augment": "tabmem.cli.augment:augment",
     "dynamiccut": "tabmem.cli.dynamiccut:dynamiccut",
+    "rank": "tabmem.cli.rank:rank",
 }
 
 
