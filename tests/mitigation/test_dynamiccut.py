@@ -252,3 +252,26 @@ def test_stop_at_epoch_keeps_the_full_schedule_and_a_resume_past_it_trains_nothi
     assert again.epoch_ == 3 and again.epochs == EPOCHS and len(again.history_) == 3
     for a, b in zip(again.model_.parameters(), warm.model_.parameters()):
         assert torch.equal(a, b)
+
+
+def test_report_without_holdout_keeps_the_keys_as_null(data):
+    from tabmem.mitigation import mitigation_report
+
+    df, schema, hold = data
+    rep = mitigation_report(hold, df, schema, pruned_rows=np.arange(3), quality=False)
+    assert rep["holdout_memorization_rate"] is None and rep["excess_memorization"] is None
+    assert rep["n_pruned"] == 3 and rep["memorization_rate_vs_pruned"] is not None
+
+
+def test_bootstrap_interval_of_the_excess_matches_naive_resampling():
+    from tabmem.mitigation import bootstrap_excess_ci
+
+    rng = np.random.default_rng(0)
+    syn, hold = rng.random(800) < 0.35, rng.random(600) < 0.25
+    lo, hi = bootstrap_excess_ci(syn, hold, n_boot=4000, random_state=1)
+    a = rng.choice(syn.astype(float), (4000, len(syn))).mean(1)  # naive: resample rows
+    b = rng.choice(hold.astype(float), (4000, len(hold))).mean(1)
+    nlo, nhi = np.percentile(a - b, [2.5, 97.5])
+    assert lo == pytest.approx(nlo, abs=0.006) and hi == pytest.approx(nhi, abs=0.006)
+    se = np.sqrt(0.35 * 0.65 / 800 + 0.25 * 0.75 / 600)  # normal approximation
+    assert hi - lo == pytest.approx(2 * 1.96 * se, rel=0.1)

@@ -77,6 +77,7 @@ def mitigation_report(
         "n_replicas": int(flags.sum()),
     }
     hold_flags = None
+    out.update(holdout_memorization_rate=None, excess_memorization=None, excess_memorization_ci=None)
     if holdout is not None:
         hold = det.score(holdout, name="holdout", unseen="mismatch")
         hold_flags = hold.table["is_replica"].to_numpy()
@@ -96,12 +97,14 @@ def mitigation_report(
         det_kept = ReplicaDetector(distance, nan="match", n_jobs=n_jobs).fit(kept, schema)
         res_k = det_kept.score(synthetic, unseen="mismatch")
         out["memorization_rate_vs_pruned"] = res_k.memorization_rate
+        out["holdout_memorization_rate_vs_pruned"] = out["excess_memorization_vs_pruned"] = None
         if holdout is not None:
             hold_k = det_kept.score(holdout, name="holdout", unseen="mismatch")
             out["holdout_memorization_rate_vs_pruned"] = hold_k.memorization_rate
             out["excess_memorization_vs_pruned"] = res_k.memorization_rate - hold_k.memorization_rate
     else:
         out["memorization_rate_vs_pruned"] = res.memorization_rate
+        out["holdout_memorization_rate_vs_pruned"] = out["excess_memorization_vs_pruned"] = None
         if holdout is not None:
             out["holdout_memorization_rate_vs_pruned"] = out["holdout_memorization_rate"]
             out["excess_memorization_vs_pruned"] = out["excess_memorization"]
