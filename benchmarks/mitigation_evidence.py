@@ -206,24 +206,27 @@ def report(out: Path) -> None:
     for (tag, model, distance), g in df.groupby(["tag", "model", "distance"], sort=False):
         print(f"\n### {tag} / {model} / {distance}\n")
         print(
-            "| arm | seeds | raw rate % | holdout % | excess (pts) | rel. reduction of raw | rel. reduction of excess | Shape % | Trend % | MLE % | wall s/run |"
+            "| arm | seeds | raw rate % | holdout % | excess (pts) | change of excess vs none (pts, paired) "
+            "| rel. reduction of raw | rel. reduction of excess | Shape % | Trend % | MLE % | wall s/run |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         base = g[g.arm == "none"]
         arms = sorted(g.arm.unique(), key=lambda a: (order.index(a) if a in order else 99, a))
         for arm in arms:
             a = g[g.arm == arm]
             m_rate, h_rate, n = t_ci(a.rate.tolist())
-            red_raw = red_exc = "-"
+            red_raw = red_exc = delta = "-"
             if len(base) and arm != "none":
                 paired = a.merge(base[["seed", "rate", "excess"]], on="seed", suffixes=("", "_base"))
                 if len(paired):
+                    dd = t_ci((paired.excess - paired.excess_base).tolist())
+                    delta = fmt(dd[0], dd[1])
                     rr = t_ci(((paired.rate_base - paired.rate) / paired.rate_base).tolist())
                     re = t_ci(((paired.excess_base - paired.excess) / paired.excess_base).tolist())
                     red_raw, red_exc = fmt(rr[0], rr[1]), fmt(re[0], re[1])
             print(
                 f"| {arm} | {n} | {fmt(m_rate, h_rate)} | {fmt(*t_ci(a.holdout.tolist())[:2])} | "
-                f"{fmt(*t_ci(a.excess.tolist())[:2])} | {red_raw} | {red_exc} | {fmt(*t_ci(a['shape'].tolist())[:2])} | "
+                f"{fmt(*t_ci(a.excess.tolist())[:2])} | {delta} | {red_raw} | {red_exc} | {fmt(*t_ci(a['shape'].tolist())[:2])} | "
                 f"{fmt(*t_ci(a.trend.tolist())[:2])} | {fmt(*t_ci(a.mle.tolist())[:2])} | {np.nanmean(a.wall_s):.0f} |"
             )
     overlap_report(out)
@@ -247,6 +250,10 @@ def overlap_report(out: Path) -> None:
         for name, path in entries.items():
             if path.is_file():
                 lines.append((tag, model, seed, name, Ranking.load(path).overlap(oracle, 0.10)))
+        prefix, warm = entries["intensity (none run, epochs <= warm-up)"], entries["dc10 warm-up ranking"]
+        if prefix.is_file() and warm.is_file():
+            same = Ranking.load(prefix).table["rank"].equals(Ranking.load(warm).table["rank"])
+            lines.append((tag, model, seed, "dc10 warm-up ranking == none run's ranking at epochs <= T", float(same)))
     if lines:
         print("\n### overlap of top 10% with the count oracle's top 10% (chance = 0.10)\n")
         print("| dataset | model (oracle) | seed | ranking | overlap |")
