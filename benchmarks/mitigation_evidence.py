@@ -242,8 +242,12 @@ def report(out: Path) -> None:
                     dd = t_ci((paired.excess - paired.excess_base).tolist())
                     delta = fmt(dd[0], dd[1])
                     rr = t_ci(((paired.rate_base - paired.rate) / paired.rate_base).tolist())
-                    re = t_ci(((paired.excess_base - paired.excess) / paired.excess_base).tolist())
-                    red_raw, red_exc = fmt(rr[0], rr[1]), fmt(re[0], re[1])
+                    red_raw = fmt(rr[0], rr[1])
+                    if (paired.excess_base > 0).all():  # a relative reduction of a negative excess means nothing
+                        re = t_ci(((paired.excess_base - paired.excess) / paired.excess_base).tolist())
+                        red_exc = fmt(re[0], re[1])
+                    else:
+                        red_exc = "n/a (no excess)"
             print(
                 f"| {arm} | {n} | {fmt(m_rate, h_rate)} | {fmt(*t_ci(a.holdout.tolist())[:2])} | "
                 f"{fmt(*t_ci(a.excess.tolist())[:2])} | {delta} | {red_raw} | {red_exc} | {fmt(*t_ci(a['shape'].tolist())[:2])} | "
