@@ -200,13 +200,20 @@ def fmt(mean: float, half: float, scale: float = 100.0, digits: int = 1) -> str:
     return f"{scale * mean:.{digits}f} ± {scale * half:.{digits}f}"
 
 
-def report(out: Path) -> None:
+def report(out: Path, use_k: bool = False) -> None:
     rows = []
     for ev in sorted(out.glob("*/*/*/seed*/eval.json")):
         tag, model, arm = ev.parts[-5], ev.parts[-4], ev.parts[-3]
         r = json.loads(ev.read_text())
+        rk = (
+            json.loads((ev.parent / "eval_k.json").read_text())
+            if use_k and (ev.parent / "eval_k.json").is_file()
+            else None
+        )
         for distance in ("fang2024", "gower"):
-            d = r[distance]
+            d = dict(r[distance])
+            if rk is not None:  # the mean over k more samples (same model)
+                d.update({key: rk[distance][key] for key in ("memorization_rate", "excess_memorization")})
             q = r["fang2024"].get("quality") or {}
             rows.append(
                 {
@@ -286,6 +293,52 @@ def overlap_report(out: Path) -> None:
             print(f"| {tag} | {model} | {seed} | {name} | {v:.3f} |")
 
 
+def reevaluate(out: Path, k: int, data_dir: str) -> None:
+    """Score ``k`` more independent |train|-row samples of every finished run (smaller sampling noise).
+
+    Writes ``eval_k.json`` next to ``eval.json``: per distance the k rates and their mean, the holdout
+    rate and the excess of the mean. Full-table tags are skipped (sampling 32k rows k times is costly).
+    """
+    from tabmem._io import write_json
+    from tabmem.generators import load_generator
+    from tabmem.memorization.replicas import ReplicaDetector
+
+    cache: dict[str, Any] = {}
+    for ev in sorted(out.glob("*/*/*/seed*/eval.json")):
+        run = ev.parent
+        tag = run.parts[-4]
+        if (run / "eval_k.json").is_file() or tag.endswith("full"):
+            continue
+        dataset, n_train = tag.rstrip("0123456789"), int(tag[len(tag.rstrip("0123456789")) :])
+        if tag not in cache:
+            train, hold, _, schema = data(dataset, n_train, data_dir)
+            dets = {d: ReplicaDetector(d, n_jobs=1).fit(train, schema) for d in ("fang2024", "gower")}
+            hold_rates = {
+                d: det.score(hold, name="holdout", unseen="mismatch").memorization_rate for d, det in dets.items()
+            }
+            cache[tag] = (dets, hold_rates)
+        dets, hold_rates = cache[tag]
+        model_dir = run / "dc" / "retrain" if (run / "dc").is_dir() else run / "train"
+        gen = load_generator(model_dir / "model.pt", device="cpu")
+        seed = int(json.loads(ev.read_text())["seed"])
+        rates: dict[str, list[float]] = {d: [] for d in dets}
+        for j in range(k):
+            syn = gen.sample(n_train, random_state=int(np.random.SeedSequence([seed, 3000 + j]).generate_state(1)[0]))
+            for d, det in dets.items():
+                rates[d].append(det.score(syn, unseen="mismatch").memorization_rate)
+        result = {
+            d: {
+                "rates": rates[d],
+                "memorization_rate": float(np.mean(rates[d])),
+                "holdout_memorization_rate": hold_rates[d],
+                "excess_memorization": float(np.mean(rates[d])) - hold_rates[d],
+            }
+            for d in dets
+        }
+        write_json(run / "eval_k.json", {"k": k, "seed": seed, **result})
+        print(f"reevaluated {run}: fang2024 {result['fang2024']['memorization_rate']:.3f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dataset", default="adult")
@@ -304,9 +357,17 @@ def main() -> None:
     ap.add_argument("--data-dir", default="/work/shared/datasets")
     ap.add_argument("--out", default="runs/mitigation")
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--use-k", action="store_true", help="--report: rates averaged over the eval_k.json samples")
+    ap.add_argument("--reeval", type=int, default=0, help="score K more samples of every finished run")
     args = ap.parse_args()
+    if args.reeval:
+        import torch
+
+        torch.set_num_threads(1)
+        reevaluate(Path(args.out), args.reeval, args.data_dir)
+        return
     if args.report:
-        report(Path(args.out))
+        report(Path(args.out), use_k=args.use_k)
         return
     import torch
 
