@@ -91,3 +91,22 @@ def test_tracked_training_validates_the_training_table_once(counted):
     gen.fit(_table(120, 0), SCHEMA, callbacks=[MemorizationTracker(every=1)], random_state=0)
     assert counted["training"] == 1  # fit, encoder, model and tracker share one validation
     assert counted["synthetic"] == 2  # each tracked epoch's sample, once
+
+
+def test_shadow_attacks_validate_each_table_once(counted):
+    """Shadow tables are validated once per shadow set, whatever the number of attacks using them."""
+    from tabmem.attacks.shadows import ShadowSet, row_keys
+    from tabmem.data.schema import validate
+
+    members, non_members = _table(60, 0), _table(60, 1)
+    half = np.zeros((4, 120), dtype=bool)
+    half[0::2, :60] = True
+    half[1::2, 60:] = True
+    keys = row_keys(validate(pd.concat([members, non_members], ignore_index=True), SCHEMA, name="targets"))
+    shadows = ShadowSet(tuple(_table(80, 10 + s) for s in range(4)), half, keys)
+    counted.clear()
+    run_attacks(
+        members, non_members, _table(80, 2), SCHEMA, attacks=["lira", "lira_offline", "groundhog"], shadows=shadows
+    )
+    want = {"members": 1, "non-members": 1, "synthetic": 1, **{f"shadow {i}": 1 for i in range(4)}}
+    assert counted == Counter(want)

@@ -9,12 +9,19 @@ the argument and the offending value; and the one rule for ``n_jobs`` and thread
 * ``-1``: all available CPUs; ``-k``: all but ``k - 1`` (at least 1).
 
 Zero and anything that is not an integer are errors.
+
+Threads: a run that puts ``w`` workers side by side gives each ``available_cpus() // w`` threads
+(:func:`threads_per_worker`, at least 1), so that the default never oversubscribes the CPUs this
+process may use; :func:`limit_threads` applies a count to the BLAS/OpenMP pools and torch.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -31,6 +38,8 @@ __all__ = [
     "check_random_state",
     "check_choice",
     "resolve_n_jobs",
+    "limit_threads",
+    "threads_per_worker",
 ]
 
 
@@ -147,3 +156,26 @@ def resolve_n_jobs(value: Any, name: str = "n_jobs") -> int:
     if v > 0:
         return v
     return max(1, cpus + 1 + v)
+
+
+def threads_per_worker(n_workers: int = 1) -> int:
+    """Threads each of ``n_workers`` side-by-side workers may use without oversubscribing (at least 1)."""
+    return max(1, available_cpus() // max(1, int(n_workers)))
+
+
+@contextmanager
+def limit_threads(n: int) -> Iterator[None]:
+    """Run a block with the BLAS/OpenMP thread pools and torch's intra-op pool (if loaded) at ``n`` threads."""
+    from threadpoolctl import threadpool_limits
+
+    n = check_positive_int("threads", n)
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    with threadpool_limits(limits=n):
+        if torch is not None:
+            torch.set_num_threads(n)
+        try:
+            yield
+        finally:
+            if torch is not None and before is not None:
+                torch.set_num_threads(before)

@@ -6,6 +6,9 @@ can print it as one clear message instead of a traceback.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
+
 
 class TabmemError(Exception):
     """Base class of all user-facing tabmem errors."""
@@ -20,8 +23,11 @@ class SchemaError(TabmemError, ValueError):
     def __init__(self, table: str, problems: list[str]):
         self.table = table
         self.problems = list(problems)
-        lines = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(f"{table} table does not match the training schema:\n{lines}")
+        if len(self.problems) == 1:
+            super().__init__(f"{table} table: {self.problems[0]}")
+        else:
+            lines = "\n".join(f"  - {p}" for p in self.problems)
+            super().__init__(f"{table} table does not match the training schema:\n{lines}")
 
 
 class DataUnavailableError(TabmemError, OSError):
@@ -34,3 +40,33 @@ class ParameterError(TabmemError, ValueError):
 
 class NotFittedError(TabmemError, RuntimeError):
     """A method that needs a fitted object was called before ``fit``."""
+
+
+class TabmemWarning(UserWarning):
+    """A result that is valid but needs the user's attention (undefined ratios, few targets, ...)."""
+
+
+# --------------------------------------------------------------------------- advice
+#: set by the command line while a command runs: does this command have option FLAG (taking VALUE)?
+_OPTION_LOOKUP: ContextVar[Callable[[str, str | None], bool] | None] = ContextVar("tabmem_option_lookup", default=None)
+
+
+def suggest(parameter: str, flag: str, value: str | None = None) -> str | None:
+    """How to ask for a setting in an error message, or ``None`` when the current command lacks it.
+
+    Library code names its own parameter (``suggest("nan='drop'", "--nan", "drop")`` gives
+    ``"nan='drop'"``); under the command line the flag is named instead (``"--nan drop"``), and
+    only when the running command has that option and accepts that value, so that no message
+    recommends a flag that does not exist. The caller words a fallback for ``None``.
+    """
+    lookup = _OPTION_LOOKUP.get()
+    if lookup is None:
+        return parameter
+    if not lookup(flag, value):
+        return None
+    return flag if value is None else f"{flag} {value}"
+
+
+def set_option_lookup(lookup: Callable[[str, str | None], bool] | None) -> None:
+    """Install (or remove) the command line's option lookup used by :func:`suggest`."""
+    _OPTION_LOOKUP.set(lookup)

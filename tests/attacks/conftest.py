@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import pytest
+from attack_tables import make_shadows, make_table
 
 from tabmem.data.schema import Schema
-
-
-def make_table(n: int, seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame(
-        {
-            "x": np.round(rng.normal(50, 10, n), 3),
-            "y": np.round(rng.exponential(1000, n), 2),
-            "z": np.round(rng.uniform(0, 1, n), 4),
-            "k": rng.integers(0, 4, n),
-        }
-    )
 
 
 @pytest.fixture
@@ -29,3 +16,9 @@ def tables():
     reference = make_table(150, 3)
     schema = Schema.infer(members, categorical=["k"])
     return members, non_members, synthetic_heldout, reference, schema
+
+
+@pytest.fixture
+def shadows(tables):
+    members, non_members, _, _, schema = tables
+    return make_shadows(members, non_members, schema)

@@ -83,6 +83,18 @@ def test_cli_attack(tmp_path, tables):
     assert list(scores.columns) == ["target_row", "is_member", "levatt", "dcr", "mc", "density", "domias"]
     risk = pd.read_csv(out / "risk.csv")
     assert risk.best_rank.is_monotonic_increasing and len(risk) == 240 and "levatt_rank" in risk
+    # roc.csv: the corners of every attack's curve; interpolating them gives the summary's TPR@FPR
+    roc = pd.read_csv(out / "roc.csv")
+    assert list(roc.columns) == ["attack", "fpr", "tpr", "threshold"]
+    assert set(roc.attack) == {"levatt", "dcr", "mc", "density", "domias"}
+    for name, curve in roc.groupby("attack"):
+        assert curve.fpr.is_monotonic_increasing and curve.tpr.is_monotonic_increasing
+        for f, tpr in summary[name]["tpr_at_fpr"].items():
+            assert np.interp(float(f), curve.fpr, curve.tpr) == pytest.approx(tpr, abs=1e-12)
+        auc = np.trapezoid(curve.tpr, curve.fpr)
+        assert auc == pytest.approx(summary[name]["auc"], abs=1e-12)
+    assert summary["_meta"]["config"]["attacks"] == ["levatt", "dcr", "mc", "density", "domias"]
+    assert summary["_meta"]["config"]["attack_params"]["levatt"]["serializer"] == "canonical"
     # no raw record value reaches the terminal
     for v in members["y"].astype(str).tolist()[:20]:
         assert v not in res.output

@@ -71,10 +71,30 @@ def test_audit_end_to_end_on_adult(adult_files, tmp_path, capsys) -> None:
     ]:
         assert key in summary
     assert summary["n_train"] == 3000 and summary["n_synthetic"] == 400 and summary["distance"] == "gower"
+    # distance evidence with its own null: each figure next to the holdout's
+    assert summary["identical_matches"]["synthetic_share"] >= 0.25 > summary["identical_matches"]["holdout_share"]
+    auth = summary["authenticity"]
+    assert auth["synthetic_closer_share"] > auth["holdout_closer_share"]
+    assert auth["synthetic_authenticity"] == pytest.approx(1 - auth["synthetic_closer_share"])
+    assert set(summary["nndr"]["synthetic"]["quantiles"]) == {"0.01", "0.05", "0.1", "0.25", "0.5"}
+    copying = summary["data_copying"]
+    assert copying["n_cells"] == 10 and copying["z"] < 0 and 0 <= copying["p_value"] <= 1
+    assert "data-copying test" in text
     replicas = pd.read_csv(out / "replicas.csv")
-    assert list(replicas.columns) == ["synthetic_row", "nn1", "nn2", "d1", "d2", "ratio", "is_replica"]
+    assert list(replicas.columns) == [
+        "synthetic_row",
+        "nn1",
+        "nn2",
+        "d1",
+        "d2",
+        "ratio",
+        "is_replica",
+        "exact_copy",
+        "rare_value",
+    ]
+    assert replicas.exact_copy.iloc[:100].all() and summary["exact_copy_rate"] >= 100 / 400
     assert replicas.is_replica.iloc[:100].mean() > 0.9  # the planted copies
-    assert (replicas.nn1.iloc[:100] == range(100)).mean() > 0.9
+    assert (replicas.nn1.iloc[:100].to_numpy() == list(range(100))).mean() > 0.9
     records = pd.read_csv(out / "records.csv")
     assert list(records.columns) == ["train_row", "replica_count", "mem_auc"] and len(records) == 3000
     assert "memorization rate" in text

@@ -489,9 +489,10 @@ def test_load_table_with_schema(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("age,city,code,score,label\n30,Paris,1,0.5,yes\n41,Rome,2,0.7,no\n29,Paris,1,0.1,no\n")
     table, schema = load_table_with_schema(path, target="label")
-    # documented rule: strings and integers with <= 20 distinct values are categorical, the rest numerical
-    assert len(table) == 3 and schema.categorical == ("age", "city", "code", "label") and schema.task == "binclass"
-    assert schema.numerical == ("score",)
+    # documented rule: strings, and integers with <= 20 distinct values that repeat (at most half as many
+    # distinct values as rows), are categorical; the rest numerical. Three rows: age and code do not repeat enough.
+    assert len(table) == 3 and schema.categorical == ("city", "label") and schema.task == "binclass"
+    assert schema.numerical == ("age", "code", "score")
     table, schema = load_table_with_schema(path, categorical="age, score", numerical=["code"], target="score")
     assert schema.categorical == ("age", "city", "score", "label") and schema.numerical == ("code",)
     pq = tmp_path / "t.parquet"

@@ -10,6 +10,7 @@ from tabmem import Schema, SchemaError, validate_table
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.io import read_table
 from tabmem.data.schema import NA_CATEGORY, canonical_categories, canonical_category
+from tabmem.errors import TabmemError
 
 
 def table() -> pd.DataFrame:
@@ -27,12 +28,55 @@ def table() -> pd.DataFrame:
 # ----------------------------------------------------------------- inference
 def test_infer_rule() -> None:
     s = Schema.infer(table(), target="label")
-    assert s.numerical == ("income",)  # age has only 4 values: an integer code by the rule
-    assert set(s.categorical) == {"age", "sex", "code", "label"}
+    # age: 4 distinct values in 4 rows, code: 3 in 4; values that do not repeat are measurements
+    assert s.numerical == ("age", "income", "code")
+    assert set(s.categorical) == {"sex", "label"}
     assert s.task == "binclass"
+    codes = pd.concat([table()] * 3, ignore_index=True)  # the same values, each repeated: codes
+    assert set(Schema.infer(codes).categorical) == {"age", "sex", "code", "label"}
     many = pd.DataFrame({"n": np.arange(100), "y": np.arange(100) * 0.5})
     s2 = Schema.infer(many, target="y")
     assert s2.numerical == ("n", "y") and s2.task == "regression"
+
+
+def test_tiny_tables_keep_integer_columns_numerical() -> None:
+    """A one-row table must not turn every integer column categorical (issue 12, item 3)."""
+    one = table().iloc[[0]]
+    assert Schema.infer(one).numerical == ("age", "income", "code")
+    two_equal = pd.DataFrame({"k": [4, 4], "x": [1, 2]})
+    assert Schema.infer(two_equal).categorical == ("k",)  # a repeated value is a code
+    assert Schema.infer(pd.DataFrame({"k": [1, 2, 3, 1, 2, 3]})).categorical == ("k",)
+
+
+def test_numeric_column_with_a_few_words_is_an_error_naming_column_count_and_rows() -> None:
+    t = pd.DataFrame({"age": [str(v) for v in range(20, 60)], "sex": ["F", "M"] * 20})
+    t.loc[7, "age"] = "forty"
+    t.loc[30, "age"] = "n/a"
+    with pytest.raises(
+        SchemaError,
+        match=r"column 'age' is numeric except for 2 cell\(s\) \(first rows: 7, 30\).*categorical=\['age'\]",
+    ) as err:
+        Schema.infer(t)
+    assert "forty" not in str(err.value)  # no cell of a user table is quoted
+    assert Schema.infer(t, categorical=["age"]).categorical == ("age", "sex")  # accepted on request
+    t.loc[:5, "age"] = "x"  # 8 of 40 cells are words: a categorical column, no error
+    assert "age" in Schema.infer(t).categorical
+    numbers = pd.DataFrame({"v": ["1", "2.5", None, "4"]})  # text that is all numbers: numerical
+    assert Schema.infer(numbers).numerical == ("v",)
+
+
+def test_missing_category_is_a_missing_value_not_an_unseen_category() -> None:
+    syn = table()
+    syn["sex"] = syn["sex"].astype(object)
+    syn.loc[2, "sex"] = np.nan
+    with pytest.raises(
+        SchemaError, match=r"column 'sex' has 1 missing value\(s\) \(the training column has none\) \(first rows: 2\)"
+    ) as err:
+        validate_table(syn, SCHEMA, categories=cats())
+    assert "never seen" not in str(err.value)
+    assert len(validate_table(syn, SCHEMA, categories=cats(), nan="drop")) == 3
+    kept = validate_table(syn, SCHEMA, categories=cats(), nan="match")  # kept: matches no training category
+    assert kept["sex"].tolist()[2] == NA_CATEGORY
 
 
 def test_user_kinds_win_and_unknown_names_are_reported() -> None:
@@ -175,16 +219,16 @@ def test_clean_output_types() -> None:
 def test_read_table_errors(tmp_path) -> None:
     latin = tmp_path / "latin.csv"
     latin.write_bytes("name,value\nJos\xe9,1\n".encode("latin-1"))
-    with pytest.raises(SchemaError, match=r"not valid utf-8: byte 0xe9 .*line 2"):
+    with pytest.raises(TabmemError, match=r"latin.csv: is not valid utf-8: byte 0xe9 .*line 2.*encoding='latin-1'"):
         read_table(latin)
     assert read_table(latin, encoding="latin-1")["name"][0] == "José"
     dup = tmp_path / "dup.csv"
     dup.write_text("a,b,a\n1,2,3\n")
-    with pytest.raises(SchemaError, match="duplicated column name 'a'"):
+    with pytest.raises(TabmemError, match="duplicated column name 'a'"):
         read_table(dup)
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    with pytest.raises(SchemaError, match="empty"):
+    with pytest.raises(TabmemError, match="empty"):
         read_table(empty)
     with pytest.raises(Exception, match="not found"):
         read_table(tmp_path / "missing.csv")

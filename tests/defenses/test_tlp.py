@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -138,3 +140,18 @@ def test_composes_with_temperature_topk_topp_in_generate():
     for step, processed in enumerate(res.scores):
         tok = res.sequences[:, 2 + step]
         assert torch.isfinite(processed[torch.arange(3), tok]).all()
+
+
+def test_small_logit_ranges_are_warped_too():
+    # span 0.5 < 1: u = [0, .5, 1] -> u^(1/2) * 0.5
+    out = TendencyLogitsProcessor(2.0)(None, torch.tensor([[0.0, 0.25, 0.5]]))
+    torch.testing.assert_close(out, torch.tensor([[0.0, 0.5 * math.sqrt(0.5), 0.5]]))
+
+
+def test_low_precision_scores_are_warped_in_float32():
+    g = torch.Generator().manual_seed(0)
+    scores = (torch.randn(4, 200, generator=g) * 5).to(torch.bfloat16)
+    out = TendencyLogitsProcessor(3.0)(None, scores)
+    assert out.dtype == torch.bfloat16
+    expected = TendencyLogitsProcessor(3.0)(None, scores.float()).to(torch.bfloat16)
+    assert torch.equal(out, expected)

@@ -130,7 +130,7 @@ def test_gradient_penalty_matches_per_group_reference() -> None:
     assert got == pytest.approx(10.0 * float(torch.stack(terms).mean()), rel=1e-5)
 
 
-def test_tvae_loss_terms_match_scipy_and_torch_distributions(table) -> None:
+def test_tvae_reconstruction_nll_matches_scipy(table) -> None:
     from scipy import stats
 
     df, schema = table
@@ -151,12 +151,7 @@ def test_tvae_loss_terms_match_scipy_and_torch_distributions(table) -> None:
             target = xn[:, span.start : span.end].argmax(1)
             ref -= block[np.arange(16), target] - np.log(np.exp(block).sum(1))
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
-    # KL term of the training loss equals torch.distributions' KL(N(mu, s) || N(0, 1))
-    mu, logvar = torch.randn(5, 8), torch.randn(5, 8)
-    ours = -0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(1)
-    dist = torch.distributions
-    ref_kl = dist.kl_divergence(dist.Normal(mu, (0.5 * logvar).exp()), dist.Normal(0.0, 1.0)).sum(1)
-    torch.testing.assert_close(ours, ref_kl, rtol=1e-5, atol=1e-5)
+    # the KL term and the whole ELBO, taken from a real fit: test_gan_vae_references.py
 
 
 # ------------------------------------------------------------------------------------ interface
@@ -245,9 +240,10 @@ def test_callbacks_see_every_epoch_without_changing_training(name, table) -> Non
 
 @pytest.mark.parametrize("name", MODELS)
 def test_memorization_tracker_runs_on_the_model(name, table) -> None:
-    tracker_mod = pytest.importorskip("tabmem.memorization.tracker", reason="MemorizationTracker not merged yet")
+    from tabmem.memorization.tracker import MemorizationTracker
+
     df, schema = table
-    tracker = tracker_mod.MemorizationTracker(every=1)
+    tracker = MemorizationTracker(every=1)
     watched = _tiny(name).fit(df, schema, callbacks=[tracker])
     plain = _tiny(name).fit(df, schema)
     _assert_same_weights(watched, plain)

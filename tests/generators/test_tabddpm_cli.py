@@ -93,6 +93,7 @@ def test_train_track_resume_sample(csv, tmp_path, capsys):
         "dynamics.json",
         "history.csv",
         "tracking/epochs.csv",
+        "records.csv",
     ):
         assert (out / name).exists(), name
     syn = pd.read_csv(out / "synthetic.csv")
@@ -100,6 +101,13 @@ def test_train_track_resume_sample(csv, tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["epochs"] == 2 and 0 <= summary["memorization_rate"] <= 1
     assert summary["holdout_memorization_rate"] == 1.0  # holdout rows are training rows here: exact copies
+    assert summary["holdout_memorization_rate_ci"] == [1.0, 1.0]  # every resample of all-ones is all ones
+    lo, hi = summary["excess_memorization_ci"]
+    assert lo <= summary["excess_memorization"] <= hi
+    # records.csv: one row per training record (positions and counts only) adding up to the replicas
+    records = pd.read_csv(out / "records.csv")
+    assert list(records.columns) == ["train_row", "replica_count", "mem_auc"]
+    assert records.train_row.tolist() == list(range(len(df))) and records.replica_count.sum() == summary["n_replicas"]
     dyn = json.loads((out / "dynamics.json").read_text())
     assert dyn["tracked_epochs"] == [1, 2] and set(dyn["metrics"]) >= {
         "first_memorization_epoch",

@@ -103,7 +103,14 @@ def test_openai_backend_retries_and_parses(train, schema):
         out = gen.sample(3)
     assert len(out) == 3
     assert out.values.tolist() == [[44.0, 25.5, "F"], [36.0, 20.25, "M"], [70.0, 31.0, "F"]]
-    assert gen.last_sample_stats_ == {"requests": 2, "rows_parsed": 3, "invalid_lines": 2}
+    assert gen.last_sample_stats_ == {
+        "requests": 2,
+        "rows_parsed": 3,
+        "invalid_lines": 2,
+        "retries": 2,
+        "rows_valid": 3,
+        "n": 3,
+    }
     assert len(api.requests) == 4 and backend.n_retries_ == 2
     assert sleeps[0] == 0.0 and 0.5 * 2.0 <= sleeps[1] <= 2.0  # Retry-After honoured, then backoff*2**1*jitter
     r = api.requests[0]
@@ -112,9 +119,15 @@ def test_openai_backend_retries_and_parses(train, schema):
 
 
 def test_openai_backend_errors(train, schema):
-    with FakeAPI([(401, "bad key", {})]) as api:
-        with pytest.raises(TabmemError, match="HTTP 401"):
+    with FakeAPI([(401, "bad key: you sent 'hi'", {})]) as api:
+        with pytest.raises(TabmemError, match="HTTP 401") as err:
             OpenAIBackend(api.url, api_key="x", sleep=lambda s: None).complete([{"role": "user", "content": "hi"}])
+    assert "bad key" not in str(err.value)  # a body may echo the prompt: never shown by default
+    with FakeAPI([(401, "bad key", {})]) as api:
+        with pytest.raises(TabmemError, match=r"HTTP 401.*bad key"):  # on request only
+            OpenAIBackend(api.url, api_key="x", sleep=lambda s: None, show_body=True).complete(
+                [{"role": "user", "content": "hi"}]
+            )
     with FakeAPI([(500, "down", {})] * 3) as api:
         with pytest.raises(TabmemError, match="after 3 attempts"):
             OpenAIBackend(api.url, max_retries=2, sleep=lambda s: None).complete([{"role": "user", "content": "hi"}])
@@ -123,7 +136,7 @@ def test_openai_backend_errors(train, schema):
         with pytest.raises(TabmemError, match="only 0 valid rows"):
             gen.sample(2)
     backend = OpenAIBackend("http://127.0.0.1:9/v1", max_retries=1, timeout=2, sleep=lambda s: None)
-    with pytest.raises(TabmemError, match="failed after 2 attempts"):
+    with pytest.raises(TabmemError, match="connection refused; gave up after 2 attempts"):
         backend.complete([{"role": "user", "content": "hi"}])
     with pytest.raises(TabmemError, match="backend must be"):
         make_backend("grpc:x")

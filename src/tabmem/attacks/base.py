@@ -9,7 +9,13 @@ Capabilities are class attributes, so runners never test attack names:
 
 * ``needs_reference``: ``fit`` needs real non-member rows (DOMIAS);
 * ``supports_nan``: the attack can score rows with missing numerical values (KDE attacks cannot);
-* an attack whose constructor takes ``nan`` is given the run's missing-value policy.
+* an attack whose constructor takes ``nan`` is given the run's missing-value policy;
+* ``needs_shadows``: a shadow-model attack (``lira``, ``groundhog``): ``fit`` also needs a
+  :class:`~tabmem.attacks.shadows.ShadowSet` (``shadows=``), the synthetic tables of generators
+  trained with and without each target, which the experiments layer trains
+  (:mod:`tabmem.experiments.shadows`); ``shadow_designs`` lists the shadow designs it can use
+  (``"online"``: targets in half of the shadows; ``"offline"``: in none). Such attacks implement
+  ``_fit_shadows(synthetic, schema, reference, shadows)`` instead of ``_fit``.
 
 Tables may be pandas DataFrames or :class:`~tabmem.data.schema.ValidatedTable` objects; a
 validated table is not validated again.
@@ -24,8 +30,9 @@ import numpy as np
 import pandas as pd
 
 from tabmem._registry import Registry
+from tabmem.attacks.shadows import ShadowSet
 from tabmem.data.schema import Schema, ValidatedTable
-from tabmem.errors import TabmemError
+from tabmem.errors import ParameterError, TabmemError
 
 Table = pd.DataFrame | ValidatedTable
 
@@ -36,13 +43,17 @@ class Attack:
     name: ClassVar[str] = "base"
     needs_reference: ClassVar[bool] = False
     supports_nan: ClassVar[bool] = True
+    needs_shadows: ClassVar[bool] = False
+    shadow_designs: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def accepts_nan_policy(cls) -> bool:
         """Whether the constructor takes the run's missing-value policy (``nan=``)."""
         return "nan" in inspect.signature(cls.__init__).parameters
 
-    def fit(self, synthetic: Table, schema: Schema, reference: Table | None = None) -> "Attack":
+    def fit(
+        self, synthetic: Table, schema: Schema, reference: Table | None = None, *, shadows: ShadowSet | None = None
+    ) -> "Attack":
         if not isinstance(schema, Schema):
             raise TabmemError(f"{type(self).__name__}.fit: schema must be a tabmem Schema, got {type(schema).__name__}")
         if not isinstance(synthetic, (pd.DataFrame, ValidatedTable)):
@@ -55,11 +66,24 @@ class Attack:
             raise TabmemError(f"{self.name} needs a reference table of real non-member rows (--reference)")
         if reference is not None and len(reference) == 0:
             raise TabmemError(f"{self.name}: the reference table is empty (0 rows)")
+        if self.needs_shadows and shadows is None:
+            raise ParameterError(
+                f"{self.name} is a shadow-model attack: it needs shadow generators "
+                "(--population and --model on the command line; shadows= in the library)"
+            )
+        if shadows is not None and not isinstance(shadows, ShadowSet):
+            raise ParameterError(f"{self.name}: shadows must be a ShadowSet, got {type(shadows).__name__}")
         self.schema_ = schema
-        self._fit(synthetic, schema, reference)
+        if self.needs_shadows:
+            self._fit_shadows(synthetic, schema, reference, shadows)  # type: ignore[arg-type]
+        else:
+            self._fit(synthetic, schema, reference)
         return self
 
     def _fit(self, synthetic: Table, schema: Schema, reference: Table | None) -> None:
+        raise NotImplementedError
+
+    def _fit_shadows(self, synthetic: Table, schema: Schema, reference: Table | None, shadows: ShadowSet) -> None:
         raise NotImplementedError
 
     def score(self, targets: Table) -> np.ndarray:
@@ -90,6 +114,8 @@ ATTACKS: Registry[type[Attack]] = Registry(
         "tabmem.attacks.dcr",
         "tabmem.attacks.montecarlo",
         "tabmem.attacks.density",
+        "tabmem.attacks.lira",
+        "tabmem.attacks.groundhog",
     ),
 )
 register_attack = ATTACKS.register

@@ -13,19 +13,23 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tabmem.attacks._features import fit_encoder, validate_targets
-from tabmem.attacks.base import Attack, register_attack
-from tabmem.data.schema import Schema
-from tabmem.neighbors.blocked import kneighbors
-from tabmem.neighbors.distances import get_distance
+from tabmem.attacks._features import fit_encoder
+from tabmem.attacks.base import Attack, Table, register_attack
+from tabmem.data.schema import Schema, ValidatedTable
+from tabmem.neighbors.index import NeighborIndex
 
 
-def fit_distance(name: str, synthetic: pd.DataFrame, schema: Schema, nan: str):
-    """A core distance fitted on the synthetic table, with the encoder used to validate targets."""
-    dist = get_distance(name)
+def fit_index(name: str, synthetic: Table, schema: Schema, nan: str, n_jobs: int | None) -> NeighborIndex:
+    """A :class:`NeighborIndex` of the synthetic table (the attacker's knowledge), validated once."""
+    index = NeighborIndex(name, n_jobs=n_jobs)
+    index._check_params()  # bad distance / n_jobs fail before the table is validated
     enc, clean = fit_encoder(synthetic, schema, nan)
-    dist.fit(encoder=enc, clean=clean)
-    return enc, dist
+    return index.fit(None, encoder=enc, clean=clean)
+
+
+def validate_targets(index: NeighborIndex, targets: Table, nan: str) -> ValidatedTable:
+    """Targets checked against the synthetic schema; categories absent from it mismatch everything."""
+    return index.validate(targets, name="targets", nan=nan, unseen="mismatch", extra="ignore")  # type: ignore[arg-type]
 
 
 @register_attack("dcr")
@@ -37,14 +41,14 @@ class DCR(Attack):
         self.nan = nan
         self.n_jobs = n_jobs
 
-    def _fit(self, synthetic: pd.DataFrame, schema: Schema, reference: pd.DataFrame | None) -> None:
-        self.encoder_, self.distance_ = fit_distance(self.distance, synthetic, schema, self.nan)
+    def _fit(self, synthetic: Table, schema: Schema, reference: pd.DataFrame | None) -> None:
+        self.index_ = fit_index(self.distance, synthetic, schema, self.nan, self.n_jobs)
+        self.encoder_, self.distance_ = self.index_.encoder_, self.index_.distance_
 
-    def nearest(self, targets: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    def nearest(self, targets: Table) -> tuple[np.ndarray, np.ndarray]:
         """(index, distance) of the closest synthetic row of every target."""
-        clean = validate_targets(self.encoder_, targets, self.nan)
-        idx, dist = kneighbors(self.distance_, self.distance_.prepare(clean), k=1, n_jobs=self.n_jobs)
+        idx, dist = self.index_.kneighbors(validate_targets(self.index_, targets, self.nan), k=1)
         return idx[:, 0], dist[:, 0]
 
-    def _score(self, targets: pd.DataFrame) -> np.ndarray:
+    def _score(self, targets: Table) -> np.ndarray:
         return -self.nearest(targets)[1]

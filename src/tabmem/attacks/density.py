@@ -21,6 +21,13 @@ Silverman for ``density`` (the paper's code), Scott for ``domias`` (DOMIAS' code
 with zero variance (constant or collinear features) are projected out before the KDE (scipy
 raises on a singular covariance); the density is then that of the remaining subspace.
 Evaluation is blocked and exact in float64: squared Mahalanobis distances by BLAS, log-sum-exp.
+
+Extreme magnitudes: the standardisation's mean and standard deviation are computed without
+overflow (each column divided by a power of two near its largest magnitude first, which is
+exact), so a synthetic value of 1e308 is an outlier in standard units, not an infinite
+covariance. A target too far from every synthetic row for its squared distance to be finite
+has log density ``-inf`` (its density underflows), which the evaluation ranks below every
+finite score.
 """
 
 from __future__ import annotations
@@ -72,8 +79,12 @@ class GaussianKDE:
 
     def logpdf(self, points: np.ndarray) -> np.ndarray:
         p = np.asarray(points, dtype=np.float64)
-        zq = (p - self.center_) @ self.proj_
-        q_sq = np.einsum("ij,ij->i", zq, zq)
+        with np.errstate(over="ignore", invalid="ignore"):
+            zq = (p - self.center_) @ self.proj_
+            q_sq = np.einsum("ij,ij->i", zq, zq)
+        far = ~np.isfinite(q_sq)  # squared distance beyond float64: the density underflows to 0
+        zq[far] = 0.0
+        q_sq[far] = 0.0
         out = np.empty(len(p))
         step = max(1, _BLOCK_CELLS // max(self.n_, 1))
         for a in range(0, len(p), step):
@@ -81,7 +92,9 @@ class GaussianKDE:
             d2 = q_sq[a:b, None] + self.z_sq_[None, :] - 2.0 * (zq[a:b] @ self.z_.T)
             np.maximum(d2, 0.0, out=d2)
             out[a:b] = logsumexp(-0.5 * d2, axis=1)
-        return out - self.log_norm_
+        out = out - self.log_norm_
+        out[far] = -np.inf
+        return out
 
 
 def _factor(bandwidth: str | float, n: int, d: int) -> float:
@@ -124,8 +137,7 @@ class _Features:
 
     def fit(self, enc: TableEncoder, clean: pd.DataFrame) -> "_Features":
         x = self.raw(enc, clean)
-        self.mean_ = x.mean(axis=0)
-        std = x.std(axis=0)
+        self.mean_, std = _mean_std(x)
         self.std_ = np.where(std > 0, std, 1.0)
         if self.preprocess == "pca":
             z = (x - self.mean_) / self.std_
@@ -140,8 +152,18 @@ class _Features:
         x = self.raw(enc, clean)
         if self.preprocess == "none":
             return x
-        z = (x - self.mean_) / self.std_
-        return z @ self.components_ if self.preprocess == "pca" else z
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = (x - self.mean_) / self.std_
+            return z @ self.components_ if self.preprocess == "pca" else z
+
+
+def _mean_std(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column mean and population std without overflow (exact power-of-two rescaling first)."""
+    with np.errstate(all="ignore"):
+        peak = np.abs(x).max(axis=0, initial=0.0)
+        shift = np.where(peak > 0, np.frexp(peak)[1], 0)
+        y = np.ldexp(x, -shift[None, :])
+        return np.ldexp(y.mean(axis=0), shift), np.ldexp(y.std(axis=0), shift)
 
 
 @register_attack("density")

@@ -7,6 +7,16 @@ largest TPR reachable with no false positive. Integer edit distances tie a lot, 
 interpolation then credits a *randomised* threshold inside a tie block; the tie-aware variant
 ``tpr_at_fpr_strict`` is what a deterministic threshold achieves (a tie block is taken whole
 or not at all): ``max{TPR(t) : FPR(t) <= f}``.
+
+Resolution: with ``n`` non-members the smallest non-zero FPR that can be measured is ``1/n``
+(``min_resolved_fpr``); a TPR at a smaller FPR is the interpolation towards ``TPR@0``, not an
+operating point. Fewer than :data:`MIN_TARGETS` members or non-members give an AUC and CIs that
+mean little (:func:`degenerate_warnings` says so); with a single member or non-member the
+bootstrap cannot vary and the CI is reported as undefined.
+
+Scores may be infinite (a log density of ``-inf`` for a target no synthetic row comes near): the
+ROC depends only on the order of the scores, so infinite scores are ranked beyond every finite
+one (ties kept) before the curve is computed. NaN scores are an error.
 """
 
 from __future__ import annotations
@@ -22,6 +32,8 @@ from sklearn.metrics import roc_curve
 from tabmem.errors import TabmemError
 
 DEFAULT_FPRS: tuple[float, ...] = (0.0, 0.001, 0.01, 0.1)
+#: below this many members or non-members an evaluation is reported with a warning
+MIN_TARGETS = 30
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,15 @@ class MembershipResult:
     n_members: int
     n_non_members: int
     roc: pd.DataFrame = field(repr=False)
+    tpr_at_fpr_ci: dict[float, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def min_resolved_fpr(self) -> float:
+        """The smallest non-zero FPR the non-members can measure: 1 / n_non_members.
+
+        Below it, a TPR@FPR is the interpolation towards TPR@0, not a measured operating point.
+        """
+        return 1.0 / self.n_non_members
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (FPR keys as strings ``"0"``, ``"0.001"``...)."""
@@ -49,7 +70,20 @@ class MembershipResult:
             "threshold": _finite(self.threshold),
             "n_members": self.n_members,
             "n_non_members": self.n_non_members,
+            "tpr_at_fpr_ci": {_key(f): [_finite(v) for v in ci] for f, ci in self.tpr_at_fpr_ci.items()},
+            "min_resolved_fpr": self.min_resolved_fpr,
         }
+
+
+def degenerate_warnings(n_members: int, n_non_members: int, minimum: int = MIN_TARGETS) -> list[str]:
+    """Warnings for an evaluation on too few targets (empty when both counts reach ``minimum``)."""
+    if n_members >= minimum and n_non_members >= minimum:
+        return []
+    return [
+        f"only {n_members} member(s) and {n_non_members} non-member(s): AUC, TPR and their intervals are "
+        f"unreliable below {minimum} of each; the smallest FPR {n_non_members} non-member(s) resolve is "
+        f"{1 / n_non_members:.4g}"
+    ]
 
 
 def _finite(v: float) -> float | None:
@@ -78,10 +112,37 @@ def _check(scores: Any, is_member: Any) -> tuple[np.ndarray, np.ndarray]:
         raise TabmemError(
             f"{int(np.isnan(s).sum())} score(s) are NaN (first positions: {np.flatnonzero(np.isnan(s))[:5].tolist()})"
         )
+    if np.isinf(s).any():
+        s = rank_infinite(s)
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         raise TabmemError(f"need at least one member and one non-member (got {n_pos} members, {n_neg} non-members)")
     return s, y
+
+
+def rank_infinite(s: np.ndarray) -> np.ndarray:
+    """Finite stand-ins for infinite scores, in the same order (ties kept): the ROC depends on order only."""
+    finite = s[np.isfinite(s)]
+    lo = float(finite.min()) if finite.size else 0.0
+    hi = float(finite.max()) if finite.size else 0.0
+    span = max(hi - lo, 1.0) if np.isfinite(hi - lo) else 1.0
+    out = s.copy()
+    out[s == np.inf] = hi + span
+    out[s == -np.inf] = lo - span
+    return out
+
+
+def original_threshold(t: float, scores: Any) -> float:
+    """A ROC threshold in the units of the scores given (a stand-in of an infinite score -> that infinity)."""
+    raw = np.asarray(scores, dtype=np.float64).ravel()
+    finite = raw[np.isfinite(raw)]
+    if finite.size == raw.size or not np.isfinite(t):
+        return t
+    if finite.size == 0 or t > finite.max():
+        return float("inf") if (raw == np.inf).any() else t
+    if t < finite.min():
+        return float("-inf")
+    return t
 
 
 def auc_score(scores: Any, is_member: Any) -> float:
@@ -119,8 +180,10 @@ def evaluate_membership(
 ) -> MembershipResult:
     """Evaluate membership scores (higher = more likely a member) against the truth.
 
-    ``auc_ci`` is a percentile bootstrap interval that resamples members and non-members
-    separately (stratified, ``n_bootstrap`` resamples; 0 disables it and gives ``(nan, nan)``).
+    ``auc_ci`` and ``tpr_at_fpr_ci`` are percentile bootstrap intervals from the same resamples,
+    which draw members and non-members separately (stratified, ``n_bootstrap`` resamples; 0
+    disables them and gives ``(nan, nan)``); the TPR of a resample is the paper's
+    interpolated ``TPR@f`` on that resample's ROC curve.
     ``balanced_accuracy`` is ``max_t (TPR(t) + 1 - FPR(t)) / 2`` over the ROC thresholds and
     ``threshold`` the score reaching it (predict member when ``score >= threshold``).
     """
@@ -136,37 +199,63 @@ def evaluate_membership(
     auc = _auc(s, y)
     j = int(np.argmax(tpr - fpr))
     bal = float((tpr[j] + 1.0 - fpr[j]) / 2.0)
-    ci = _bootstrap_auc(s, y, n_bootstrap, confidence, random_state)
+    threshold = original_threshold(float(thr[j]), scores)
+    fprs = tuple(float(f) for f in fprs)
+    ci, tpr_ci = _bootstrap(s, y, n_bootstrap, confidence, random_state, fprs)
+    if min(int(y.sum()), int((~y).sum())) < 2:  # one member or non-member: no resample differs from the sample
+        ci = (float("nan"), float("nan"))
+        tpr_ci = {f: (float("nan"), float("nan")) for f in fprs}
     return MembershipResult(
         auc=auc,
         auc_ci=ci,
-        tpr_at_fpr={float(f): tpr_at_fpr(fpr, tpr, float(f)) for f in fprs},
-        tpr_at_fpr_strict={float(f): tpr_at_fpr_strict(fpr, tpr, float(f)) for f in fprs},
+        tpr_at_fpr_ci=tpr_ci,
+        tpr_at_fpr={f: tpr_at_fpr(fpr, tpr, f) for f in fprs},
+        tpr_at_fpr_strict={f: tpr_at_fpr_strict(fpr, tpr, f) for f in fprs},
         balanced_accuracy=bal,
-        threshold=float(thr[j]),
+        threshold=threshold,
         n_members=int(y.sum()),
         n_non_members=int((~y).sum()),
         roc=pd.DataFrame({"fpr": fpr, "tpr": tpr, "threshold": thr}),
     )
 
 
-def _bootstrap_auc(
-    s: np.ndarray, y: np.ndarray, n_boot: int, confidence: float, random_state: Any
-) -> tuple[float, float]:
+def _bootstrap(
+    s: np.ndarray, y: np.ndarray, n_boot: int, confidence: float, random_state: Any, fprs: tuple[float, ...]
+) -> tuple[tuple[float, float], dict[float, tuple[float, float]]]:
+    """Percentile intervals of the AUC and of every TPR@f over stratified resamples."""
+    nan2 = (float("nan"), float("nan"))
     if n_boot == 0:
-        return (float("nan"), float("nan"))
+        return nan2, {f: nan2 for f in fprs}
     rng = np.random.default_rng(random_state)
     pos, neg = s[y], s[~y]
     lab = np.concatenate([np.ones(pos.size, bool), np.zeros(neg.size, bool)])
     aucs = np.empty(n_boot)
+    tprs = np.empty((n_boot, len(fprs)))
     for b in range(n_boot):
         sample = np.concatenate(
             [pos[rng.integers(pos.size, size=pos.size)], neg[rng.integers(neg.size, size=neg.size)]]
         )
         aucs[b] = _auc(sample, lab)
+        fpr, tpr = _roc_points(sample, lab)
+        tprs[b] = np.interp(fprs, fpr, tpr)
     alpha = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(aucs, [alpha, 1.0 - alpha])
-    return (float(lo), float(hi))
+    t_lo, t_hi = np.quantile(tprs, [alpha, 1.0 - alpha], axis=0)
+    return (float(lo), float(hi)), {f: (float(t_lo[i]), float(t_hi[i])) for i, f in enumerate(fprs)}
+
+
+def _roc_points(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(fpr, tpr)`` of ``roc_curve(y, s, drop_intermediate=False)``, without its per-call validation.
+
+    One point per distinct score (thresholds in decreasing order, a tie block taken whole) after
+    the origin; tested against a brute-force threshold scan.
+    """
+    order = np.argsort(-s, kind="mergesort")
+    s_sorted, y_sorted = s[order], y[order]
+    ends = np.r_[np.flatnonzero(np.diff(s_sorted)), s.size - 1]
+    tps = np.cumsum(y_sorted)[ends]
+    fps = ends + 1 - tps
+    return np.r_[0.0, fps / fps[-1]], np.r_[0.0, tps / tps[-1]]
 
 
 def top_k_worst_case(

@@ -20,12 +20,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tabmem.attacks._features import validate_targets
-from tabmem.attacks.base import Attack, register_attack
-from tabmem.attacks.dcr import fit_distance
+from tabmem.attacks.base import Attack, Table, register_attack
+from tabmem.attacks.dcr import fit_index, validate_targets
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.neighbors.blocked import block_rows_for, kneighbors
+from tabmem.neighbors.blocked import block_rows_for
 from tabmem.neighbors.distances import Distance, Queries
 
 
@@ -57,26 +56,39 @@ class MonteCarlo(Attack):
             raise TabmemError(f"mc: epsilon must be 'median', 'percentile' or a positive number, got {self.epsilon!r}")
         if not 0 < float(self.percentile) <= 100:
             raise TabmemError(f"mc: percentile must be in (0, 100], got {self.percentile!r}")
-        self.encoder_, self.distance_ = fit_distance(self.distance, synthetic, schema, self.nan)
+        self.index_ = fit_index(self.distance, synthetic, schema, self.nan, self.n_jobs)
+        self.encoder_, self.distance_ = self.index_.encoder_, self.index_.distance_
 
-    def resolve_epsilon(self, targets: pd.DataFrame) -> float:
+    def _queries(self, targets: Table) -> Queries:
+        return self.index_.prepare(validate_targets(self.index_, targets, self.nan))
+
+    def resolve_epsilon(self, targets: Table) -> float:
         """The radius used for ``targets`` (see module docstring)."""
-        q = self.distance_.prepare(validate_targets(self.encoder_, targets, self.nan))
-        return self._epsilon(q)
+        return self._epsilon(self._queries(targets))
 
     def _epsilon(self, q: Queries) -> float:
         if self.epsilon == "median":
-            _, d = kneighbors(self.distance_, q, k=1, n_jobs=self.n_jobs)
-            return float(np.sqrt(np.median(d[:, 0] ** 2)))
+            _, d = self.index_.kneighbors(q, k=1)
+            return _root_median_square(d[:, 0])
         if self.epsilon == "percentile":
             return smallest_percentile(self.distance_, q, float(self.percentile))
         return float(self.epsilon)  # type: ignore[arg-type]
 
-    def _score(self, targets: pd.DataFrame) -> np.ndarray:
-        q = self.distance_.prepare(validate_targets(self.encoder_, targets, self.nan))
+    def _score(self, targets: Table) -> np.ndarray:
+        q = self._queries(targets)
         eps = self._epsilon(q)
         self.epsilon_ = eps
         return count_within(self.distance_, q, eps) / self.distance_.n_ref
+
+
+def _root_median_square(d: np.ndarray) -> float:
+    """``sqrt(median(d**2))`` without overflow (distances scaled by a power of two first, exactly)."""
+    finite = d[np.isfinite(d)]
+    peak = float(np.abs(finite).max(initial=0.0))
+    shift = int(np.frexp(peak)[1]) if peak > 0 else 0
+    with np.errstate(over="ignore"):
+        scaled = np.ldexp(d, -shift)
+        return float(np.ldexp(np.sqrt(np.median(scaled**2)), shift))
 
 
 def count_within(distance: Distance, q: Queries, eps: float) -> np.ndarray:
@@ -124,7 +136,8 @@ def smallest_percentile(distance: Distance, q: Queries, percentile: float) -> fl
         k = min(need, upper.size)
         t = np.partition(upper, k - 1)[k - 1]
         del upper
-        lower = np.asarray(blk.key_to_distance(rows_flat, np.maximum(key - margin, 0.0).ravel()), dtype=np.float64)
+        # a distance is never negative; clamp the distance, not the key (fang2024/gower keys go below 0)
+        lower = np.maximum(np.asarray(blk.key_to_distance(rows_flat, (key - margin).ravel()), dtype=np.float64), 0.0)
         # k pairs have exact <= upper <= t; a pair left out has exact >= lower > t
         keep = np.flatnonzero(lower <= t)
         del lower

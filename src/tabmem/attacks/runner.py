@@ -2,18 +2,33 @@
 
 This is what ``tabmem attack`` does; the CLI only reads files and writes the results.
 Targets are the members followed by the non-members (``target_row`` = position in that order).
+Shadow-model attacks (``needs_shadows``) run when a :class:`~tabmem.attacks.shadows.ShadowSet`
+is given (:func:`tabmem.experiments.attack_to_dir` trains one); every attack's summary carries,
+next to AUC and TPR@FPR, the auditor's numbers of :func:`tabmem.attacks.auditing.membership_audit`
+(MIDST and conservative TPR at FPR 0.1 and 0.01, ``min_resolved_fpr``, the ε lower bound).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.metrics import roc_curve
 
+from tabmem._io import write_frame, write_json
+from tabmem.attacks.auditing import membership_audit
 from tabmem.attacks.base import ATTACKS, get_attack
-from tabmem.attacks.evaluation import MembershipResult, evaluate_membership
+from tabmem.attacks.evaluation import (
+    MembershipResult,
+    degenerate_warnings,
+    evaluate_membership,
+    original_threshold,
+    rank_infinite,
+)
+from tabmem.attacks.shadows import ShadowSet
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
 from tabmem.errors import TabmemError
 
@@ -28,6 +43,10 @@ class AttackReport:
     scores: pd.DataFrame
     n_overlap: int
     skipped: dict[str, str]
+    config: dict[str, Any] = field(default_factory=dict)
+    schema: Schema | None = None
+    warnings: list[str] = field(default_factory=list)
+    audit: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def risk(self) -> pd.DataFrame:
         """Per-record risk table joining all attacks (ranks, best rank first); see :func:`tabmem.attacks.compare.risk_table`."""
@@ -36,18 +55,53 @@ class AttackReport:
         attack_cols = [c for c in self.scores.columns if c not in ("target_row", "is_member")]
         return risk_table(self.scores[attack_cols], self.scores["is_member"].to_numpy())
 
+    def roc(self) -> pd.DataFrame:
+        """Every attack's ROC curve as one long table: ``attack``, ``fpr``, ``tpr``, ``threshold``.
+
+        Only the corners are kept (scikit-learn's ``drop_intermediate=True``): the points dropped
+        lie on the straight segments between those kept, so the curve, the AUC and every
+        interpolated TPR@FPR are unchanged.
+        """
+        y = self.scores["is_member"].to_numpy(dtype=bool)
+        parts = []
+        for name in self.results:
+            raw = self.scores[name].to_numpy(np.float64)
+            finite = raw if np.isfinite(raw).all() else rank_infinite(raw)  # same order, finite stand-ins
+            fpr, tpr, thr = roc_curve(y, finite, drop_intermediate=True)
+            if finite is not raw:  # thresholds back in the scores' units (a stand-in is its infinity)
+                thr = np.array([original_threshold(float(t), raw) for t in thr])
+            parts.append(pd.DataFrame({"attack": name, "fpr": fpr, "tpr": tpr, "threshold": thr}))
+        if not parts:
+            return pd.DataFrame({"attack": pd.Series(dtype=str), "fpr": [], "tpr": [], "threshold": []})
+        return pd.concat(parts, ignore_index=True)
+
     def summary(self) -> dict[str, Any]:
         """``{attack: {"auc", "auc_ci", "tpr_at_fpr", ...}}`` plus ``"_meta"`` (sizes, overlap, skipped attacks)."""
-        out: dict[str, Any] = {name: r.to_dict() for name, r in self.results.items()}
+        out: dict[str, Any] = {name: {**r.to_dict(), **self.audit.get(name, {})} for name, r in self.results.items()}
         any_r = next(iter(self.results.values()), None)
         out["_meta"] = {
             "n_members": any_r.n_members if any_r else None,
             "n_non_members": any_r.n_non_members if any_r else None,
             "n_member_rows_also_in_non_members": self.n_overlap,
+            "min_resolved_fpr": any_r.min_resolved_fpr if any_r else None,
             "skipped": self.skipped,
+            "warnings": list(self.warnings),
             "target_row": "position in members followed by non-members",
+            "config": self.config,
         }
+        if self.schema is not None:
+            out["_meta"]["schema"] = self.schema.to_dict()
         return out
+
+    def save(self, out_dir: str | Path) -> dict[str, Any]:
+        """Write the ``tabmem attack`` layout into ``out_dir`` (summary.json, scores.csv, risk.csv, roc.csv); returns the summary."""
+        out = Path(out_dir)
+        summary = self.summary()
+        write_json(out / "summary.json", summary)
+        write_frame(out / "scores.csv", self.scores)
+        write_frame(out / "risk.csv", self.risk())
+        write_frame(out / "roc.csv", self.roc())
+        return summary
 
 
 def run_attacks(
@@ -63,13 +117,20 @@ def run_attacks(
     extra: str = "error",
     n_bootstrap: int = 200,
     random_state: int = 0,
+    shadows: ShadowSet | None = None,
+    delta: float = 1e-5,
+    confidence: float = 0.95,
 ) -> AttackReport:
     """Fit every attack on the synthetic table, score members and non-members, evaluate.
 
     Bad input raises :class:`~tabmem.errors.TabmemError` / ``SchemaError``: tables whose columns
     differ from the schema (``extra="ignore"`` drops unknown columns), empty tables, members
     identical to non-members. ``domias`` without a reference table is skipped (reported in
-    ``skipped``) unless it is the only attack asked for.
+    ``skipped``) unless it is the only attack asked for; so is an attack that cannot run on these
+    tables (its reason in ``skipped``), and so are shadow-model attacks without ``shadows``
+    (planned for exactly these targets, members followed by non-members). Fewer than
+    :data:`~tabmem.attacks.evaluation.MIN_TARGETS` members or non-members add a warning.
+    ``delta`` and ``confidence`` are those of the ε lower bound and the exact intervals.
     """
     unknown = [a for a in attacks if a not in ATTACKS]
     if unknown:
@@ -100,6 +161,7 @@ def run_attacks(
     scores = pd.DataFrame({"target_row": np.arange(len(targets)), "is_member": is_member})
     results: dict[str, MembershipResult] = {}
     skipped: dict[str, str] = {}
+    audit: dict[str, dict[str, Any]] = {}
     for name in attacks:
         kw = dict(params.get(name, {}))
         cls = ATTACKS[name]
@@ -110,14 +172,62 @@ def run_attacks(
                 raise TabmemError(f"{name} needs a reference table of real non-member rows (--reference)")
             skipped[name] = "needs a reference table (--reference)"
             continue
+        if cls.needs_shadows and shadows is None:
+            if len(attacks) == 1:
+                raise TabmemError(
+                    f"{name} is a shadow-model attack: it needs shadow generators (--population, --model)"
+                )
+            skipped[name] = "needs shadow generators (--population and --model)"
+            continue
+        if cls.needs_shadows and shadows is not None and shadows.design not in cls.shadow_designs:
+            skipped[name] = f"needs {' or '.join(cls.shadow_designs)} shadows (the shadows are {shadows.design})"
+            continue
         if not cls.supports_nan and has_nan:
             skipped[name] = f"{name} needs complete rows (missing values present)"
             continue
-        attack = get_attack(name, **kw).fit(checked["synthetic"], schema, reference=checked.get("reference"))
-        s = attack.score(targets)
+        attack = get_attack(name, **kw)
+        try:
+            s = attack.fit(
+                checked["synthetic"],
+                schema,
+                reference=checked.get("reference"),
+                shadows=shadows if cls.needs_shadows else None,
+            ).score(targets)
+        except TabmemError as exc:
+            if len(attacks) == 1:
+                raise
+            skipped[name] = str(exc)
+            continue
         scores[name] = s
         results[name] = evaluate_membership(s, is_member, n_bootstrap=n_bootstrap, random_state=random_state)
-    return AttackReport(results=results, scores=scores, n_overlap=n_overlap, skipped=skipped)
+        audit[name] = membership_audit(s, is_member, delta=delta, confidence=confidence, random_state=random_state)
+    config = {
+        "attacks": list(attacks),
+        "attack_params": {k: {p: _plain(v) for p, v in kw.items()} for k, kw in params.items() if k in attacks},
+        "nan": nan,
+        "n_bootstrap": int(n_bootstrap),
+        "random_state": random_state,
+        "delta": delta,
+        "confidence": confidence,
+    }
+    warnings = degenerate_warnings(len(checked["members"]), len(checked["non-members"]))
+    return AttackReport(
+        results=results,
+        scores=scores,
+        n_overlap=n_overlap,
+        skipped=skipped,
+        config=config,
+        schema=schema,
+        warnings=warnings,
+        audit=audit,
+    )
+
+
+def _plain(value: Any) -> Any:
+    """A parameter as JSON-ready config (objects such as a serializer instance by their class name)."""
+    if value is None or isinstance(value, (bool, int, float, str, list, dict, tuple)):
+        return value
+    return type(value).__name__
 
 
 def _row_keys(clean: pd.DataFrame) -> np.ndarray:

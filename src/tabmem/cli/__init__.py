@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from tabmem.errors import TabmemError
+from tabmem.errors import TabmemError, set_option_lookup
 
 # command name -> "module:attribute"; each module defines one click command.
 COMMANDS: dict[str, str] = {
@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "augment": "tabmem.cli.augment:augment",
     "dynamiccut": "tabmem.cli.dynamiccut:dynamiccut",
     "rank": "tabmem.cli.rank:rank",
+    "run": "tabmem.cli.run:run",
+    "report": "tabmem.cli.report:report",
 }
 
 
@@ -59,8 +61,26 @@ def cli() -> None:
     """tabmem: find, measure and remove memorization in synthetic tabular data."""
 
 
+def has_option(flag: str, value: str | None = None) -> bool:
+    """Whether the running command has option ``flag`` (accepting ``value`` when it is a choice)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return False
+    for param in ctx.command.params:
+        if flag in getattr(param, "opts", ()) or flag in getattr(param, "secondary_opts", ()):
+            if value is None or not isinstance(param.type, click.Choice):
+                return True
+            return value in param.type.choices
+    return False
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: user errors (bad input, missing data) print one clear message and exit 2."""
+    """Entry point: user errors (bad input, missing data) print one clear message and exit 2.
+
+    While a command runs, library messages that suggest a setting name this command's flag for
+    it, or word the advice without a flag when the command has none (:func:`tabmem.errors.suggest`).
+    """
+    set_option_lookup(has_option)
     try:
         cli.main(args=argv, prog_name="tabmem", standalone_mode=False)
     except click.exceptions.Abort:
@@ -72,3 +92,5 @@ def main(argv: list[str] | None = None) -> None:
     except TabmemError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(2)
+    finally:
+        set_option_lookup(None)

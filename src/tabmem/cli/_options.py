@@ -8,11 +8,15 @@
 * **Numbers**: every numeric option has a range, checked before any work starts; an error is one
   line naming the option and the value (click's ``Invalid value for '--threshold'``).
 * **Output**: :func:`prepare_out_dir` creates ``--out`` (or fails with one line naming it).
+* **Inferred schemas** are printed in one line (:func:`echo_schema`) and written to the
+  command's output; **warnings** are one ``warning:`` line each on stderr (:func:`echo_warning`);
+  the **thread settings** of a run are printed in one ``threads:`` line (:func:`echo_threads`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,13 +32,19 @@ from tabmem.errors import TabmemError
 
 __all__ = [
     "NJOBS",
+    "FiniteRange",
+    "echo_schema",
+    "echo_threads",
+    "echo_warning",
     "LoadedTable",
     "column_names",
     "load_training_table",
     "prepare_out_dir",
+    "prepare_out_file",
     "read_user_table",
     "schema_options",
     "seed_option",
+    "threads_option",
     "torch_options",
     "training_table_options",
     "MEMORY_GB",
@@ -87,8 +97,20 @@ class _NJobs(click.ParamType):
 
 
 NJOBS = _NJobs()
+
+
+class FiniteRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses ``nan`` and ``inf`` (a plain FloatRange lets ``nan`` through)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        v = super().convert(value, param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return v
+
+
 #: working memory in GiB: at least 16 MiB (below that the search would run row by row), at most 1 TiB
-MEMORY_GB = click.FloatRange(min=1 / 64, max=1024)
+MEMORY_GB = FiniteRange(min=1 / 64, max=1024)
 
 
 def seed_option(help: str) -> Callable[[Callable], Callable]:
@@ -96,15 +118,28 @@ def seed_option(help: str) -> Callable[[Callable], Callable]:
     return click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help=help)
 
 
-def torch_options(f: Callable) -> Callable:
-    """``--threads`` and ``--device`` of the commands that run a torch model."""
-    f = click.option("--device", default=None, help="cpu, cuda or auto (default auto: cuda when present).")(f)
-    f = click.option(
+def threads_option(what: str) -> Callable[[Callable], Callable]:
+    """``--threads N`` (default: the CPUs this process may use, shared among side-by-side workers)."""
+    return click.option(
         "--threads",
         type=click.IntRange(min=1),
         default=None,
-        help="torch CPU threads (default: the CPUs this process may use).",
+        help=f"{what} (default: the CPUs this process may use).",
+    )
+
+
+def _device(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None or value in ("auto", "cpu") or value == "cuda" or value.startswith("cuda:") or value == "mps":
+        return value
+    raise click.BadParameter(f"{value!r} is not a device (use cpu, cuda, cuda:N or auto)", ctx, param)
+
+
+def torch_options(f: Callable) -> Callable:
+    """``--threads`` and ``--device`` of the commands that run a torch model."""
+    f = click.option(
+        "--device", default=None, callback=_device, help="cpu, cuda or auto (default auto: cuda when present)."
     )(f)
+    f = threads_option("torch CPU threads")(f)
     return f
 
 
@@ -154,12 +189,39 @@ def training_table_options(f: Callable) -> Callable:
 
 @dataclass(frozen=True)
 class LoadedTable:
-    """A training table, its schema, the dataset's test split (a natural holdout) and where it came from."""
+    """A training table, its schema, the dataset's test split (a natural holdout) and where it came from.
+
+    ``inferred`` is True when column kinds were inferred from a file (not declared by a dataset).
+    """
 
     table: pd.DataFrame
     schema: Schema
     test: pd.DataFrame | None
     source: dict[str, Any]
+    inferred: bool = False
+
+
+def echo_schema(schema: Schema, source: str) -> None:
+    """One line on stderr with the column kinds inferred from ``source``."""
+    num = ", ".join(schema.numerical) or "none"
+    cat = ", ".join(schema.categorical) or "none"
+    target = f"; target: {schema.target} ({schema.task})" if schema.target else ""
+    click.echo(f"schema inferred from {source}: numerical: {num}; categorical: {cat}{target}", err=True)
+
+
+def echo_warning(message: str) -> None:
+    """One ``warning:`` line on stderr."""
+    click.echo(f"warning: {message}", err=True)
+
+
+def echo_threads(workers: int, threads: int, what: str = "") -> None:
+    """The run's thread settings in one line: workers side by side x threads each, out of the CPUs available."""
+    cpus = available_cpus()
+    w = f"{workers} worker{'s' if workers != 1 else ''} x " if workers != 1 else ""
+    t = f"{threads} thread{'s' if threads != 1 else ''}"
+    click.echo(
+        f"threads: {w}{t}{' ' + what if what else ''} ({cpus} CPU{'s' if cpus != 1 else ''} available)", err=True
+    )
 
 
 def read_user_table(path: str | os.PathLike, *, encoding: str = "utf-8", option: str = "") -> pd.DataFrame:
@@ -201,7 +263,7 @@ def load_training_table(
     assert train is not None
     table = read_user_table(train, encoding=encoding, option="--train")
     schema = Schema.infer(table, categorical=cat, numerical=num, target=target or None, name=Path(train).stem)
-    return LoadedTable(table, schema, None, {"train": str(train)})
+    return LoadedTable(table, schema, None, {"train": str(train)}, inferred=True)
 
 
 def prepare_out_dir(path: str | os.PathLike, option: str = "--out") -> Path:
@@ -216,6 +278,17 @@ def prepare_out_dir(path: str | os.PathLike, option: str = "--out") -> Path:
         probe.unlink()
     except OSError as exc:
         raise TabmemError(f"{option}: cannot write to {str(out)!r} ({exc.strerror or exc})") from None
+    return out
+
+
+def prepare_out_file(path: str | os.PathLike, option: str = "--out", suffixes: tuple[str, ...] = ()) -> Path:
+    """Check an output file before any work: its suffix, and that its folder can be created and written."""
+    out = Path(path)
+    if suffixes and out.suffix.lower() not in suffixes:
+        raise TabmemError(f"{option} must end in {' or '.join(suffixes)}, got {str(out)!r}")
+    if out.is_dir():
+        raise TabmemError(f"{option}: {str(out)!r} is a directory, not a file")
+    prepare_out_dir(out.parent if str(out.parent) else ".", option)
     return out
 
 

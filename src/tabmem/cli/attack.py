@@ -1,17 +1,32 @@
-"""``tabmem attack``: no-box membership inference on a synthetic table (LevAtt, DCR, MC, density, DOMIAS).
+"""``tabmem attack``: membership inference on a synthetic table.
 
-Writes ``summary.json``, ``scores.csv`` and ``risk.csv`` (per-record worst case: every attack's rank,
-records with the strongest evidence first) to ``--out``; the terminal shows aggregate metrics
-only, never a record's values.
+No-box attacks (LevAtt, DCR, MC, density, DOMIAS) need only the tables; shadow-model attacks
+(``lira``, ``lira_offline``, ``lira_levatt``, ``lira_domias``, ``groundhog``) also need
+``--population`` and ``--model``: shadow generators are trained under ``--out/shadows/`` (cached,
+resumable). A thin shell over :func:`tabmem.experiments.attack_to_dir`, which writes
+``summary.json``, ``scores.csv``, ``risk.csv`` (per-record evidence, strongest first) and
+``roc.csv`` (every attack's ROC corners) to
+``--out``; the terminal shows aggregate metrics only, never a record's values.
 """
 
 from __future__ import annotations
 
 import click
 
-from tabmem._io import write_frame, write_json
-from tabmem.cli._options import NJOBS, column_names, prepare_out_dir, read_user_table, schema_options, seed_option
+from tabmem.cli._options import (
+    NJOBS,
+    column_names,
+    echo_schema,
+    echo_threads,
+    echo_warning,
+    prepare_out_dir,
+    read_user_table,
+    schema_options,
+    seed_option,
+    threads_option,
+)
 from tabmem.errors import TabmemError
+from tabmem.neighbors.distances import DISTANCES
 
 
 @click.command("attack")
@@ -27,7 +42,9 @@ from tabmem.errors import TabmemError
 @click.option(
     "--serializer", default="canonical", show_default=True, help="Row format of LevAtt (canonical, paper_sft, ...)."
 )
-@click.option("--distance", default="l2", show_default=True, help="Distance of DCR and MC (l2, gower, fang2024).")
+@click.option(
+    "--distance", type=click.Choice(DISTANCES.names()), default="l2", show_default=True, help="Distance of DCR and MC."
+)
 @schema_options
 @click.option(
     "--nan", type=click.Choice(["error", "match"]), default="error", show_default=True, help="Missing values."
@@ -40,8 +57,91 @@ from tabmem.errors import TabmemError
     type=click.IntRange(min=0),
     help="Bootstrap resamples of the AUC CI (0: no CI).",
 )
-@seed_option("Seed of the bootstrap.")
-@click.option("--n-jobs", default=2, show_default=True, type=NJOBS, help="Workers of the neighbour searches (-1: all).")
+@seed_option("Seed of the bootstrap, the shadows and the ε bound's split.")
+@click.option(
+    "--n-jobs",
+    default=None,
+    type=NJOBS,
+    help="Workers of the neighbour searches (default: the CPUs available; -1: all).",
+)
+@click.option(
+    "--population",
+    "population_path",
+    type=click.Path(dir_okay=False),
+    help="Real rows from the same population, none of them a target: shadow training data (and DOMIAS' default reference).",
+)
+@click.option(
+    "--model", default=None, help="Generator of the shadows (as the released one: tabddpm, ctgan, tvae, llm)."
+)
+@click.option("--preset", default="small", show_default=True, help="Preset of the shadow generator.")
+@click.option(
+    "--epochs", type=click.IntRange(min=1), default=None, help="Epochs of the shadows (default: the preset's)."
+)
+@click.option(
+    "--param", "params", multiple=True, help="Shadow generator parameter KEY=VALUE (JSON values), repeatable."
+)
+@click.option("--n-shadows", default=16, show_default=True, type=click.IntRange(min=1), help="Shadow generators.")
+@click.option(
+    "--shadow-design",
+    type=click.Choice(["online", "offline"]),
+    default=None,
+    help="online: every target in half of the shadows; offline: shadows on population rows only (default: online "
+    "unless every shadow attack asked works offline).",
+)
+@click.option(
+    "--shadow-train-size",
+    type=click.IntRange(min=2),
+    default=None,
+    help="Training rows per shadow (default: as many as the members).",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where the shadows train: local worker processes, or Ray (a local instance starts if none runs).",
+)
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1), help="Shadows trained at once.")
+@threads_option("BLAS threads of the density estimates; torch threads per shadow (shared among --jobs)")
+@click.option(
+    "--population-overlap",
+    type=click.Choice(["error", "drop"]),
+    default="error",
+    show_default=True,
+    help="Population rows equal to a target: refuse them, or drop them.",
+)
+@click.option(
+    "--run",
+    "run_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Tracked `tabmem train` directory of the released generator: adds DynamicCut intensities to risk.csv.",
+)
+@click.option(
+    "--delta",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=None,
+    help="δ of the ε lower bound (default: the generator's DP δ, else 1e-5).",
+)
+@click.option(
+    "--claimed-epsilon",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="ε the generator claims (DP); default: --param dp_epsilon. The audited lower bound is shown next to it.",
+)
+@click.option(
+    "--claimed-delta",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="δ of the claim (default: --param dp_delta, else the generator's default).",
+)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Confidence of the exact intervals and of the ε lower bound.",
+)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
 def attack(
     members_path: str,
@@ -59,16 +159,36 @@ def attack(
     ignore_extra: bool,
     n_bootstrap: int,
     seed: int,
-    n_jobs: int,
+    n_jobs: int | None,
+    population_path: str | None,
+    model: str | None,
+    preset: str,
+    epochs: int | None,
+    params: tuple[str, ...],
+    n_shadows: int,
+    shadow_design: str | None,
+    shadow_train_size: int | None,
+    executor: str,
+    jobs: int,
+    threads: int | None,
+    population_overlap: str,
+    run_dir: str | None,
+    delta: float | None,
+    claimed_epsilon: float | None,
+    claimed_delta: float | None,
+    confidence: float,
     out_dir: str,
 ) -> None:
-    """Membership inference with only the synthetic table: can it tell who was in the training data?"""
+    """Membership inference: can the synthetic table (and shadow generators) tell who was in the training data?"""
     from rich.console import Console
     from rich.table import Table
 
+    from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
     from tabmem.attacks import ATTACKS
-    from tabmem.attacks.runner import run_attacks
+    from tabmem.cli._options import parse_params
     from tabmem.data.schema import Schema
+    from tabmem.data.serialization import SERIALIZERS
+    from tabmem.experiments.attack import attack_to_dir
 
     names = column_names(attacks)
     if not names:
@@ -76,52 +196,120 @@ def attack(
     unknown = [a for a in names if a not in ATTACKS]
     if unknown:
         raise TabmemError(f"--attacks: unknown attack(s) {unknown}; available: {', '.join(ATTACKS.names())}")
+    if "levatt" in names and serializer not in SERIALIZERS.names():
+        raise TabmemError(
+            f"--serializer: unknown serializer {serializer!r}; available: {', '.join(SERIALIZERS.names())}"
+        )
     out = prepare_out_dir(out_dir)
     members = read_user_table(members_path, encoding=encoding, option="--members")
     non_members = read_user_table(non_members_path, encoding=encoding, option="--non-members")
     synthetic = read_user_table(synthetic_path, encoding=encoding, option="--synthetic")
     reference = read_user_table(reference_path, encoding=encoding, option="--reference") if reference_path else None
+    population = read_user_table(population_path, encoding=encoding, option="--population") if population_path else None
+    gen_params = parse_params(params)
+    if epochs is not None:
+        gen_params["epochs"] = epochs
     schema = Schema.infer(
         members, categorical=column_names(categorical), numerical=column_names(numerical), target=target or None
     )
-    params = {
-        "levatt": {"serializer": serializer, "n_jobs": n_jobs},
-        "dcr": {"distance": distance, "n_jobs": n_jobs},
-        "mc": {"distance": distance, "n_jobs": n_jobs},
-    }
-    report = run_attacks(
-        members,
-        non_members,
-        synthetic,
-        schema,
-        reference=reference,
-        attacks=names,
-        attack_params=params,
-        nan=nan,
-        extra="ignore" if ignore_extra else "error",
-        n_bootstrap=n_bootstrap,
-        random_state=seed,
+    echo_schema(schema, members_path)
+    workers = resolve_n_jobs(n_jobs, "--n-jobs")
+    density_threads = threads or threads_per_worker(1)
+    echo_threads(
+        workers,
+        1,
+        f"each in neighbour searches, {density_threads} thread{'s' if density_threads != 1 else ''} for densities",
     )
-    write_json(out / "summary.json", report.summary())
-    write_frame(out / "scores.csv", report.scores)
-    write_frame(out / "risk.csv", report.risk())
+    dcr_like = {"distance": distance, "n_jobs": workers}
+    attack_params = {
+        "levatt": {"serializer": serializer, "n_jobs": workers},
+        "dcr": dcr_like,
+        "mc": dcr_like,
+        "lira": {"statistic_params": {"distance": distance}, "n_jobs": workers},
+        "lira_offline": {"statistic_params": {"distance": distance}, "n_jobs": workers},
+        "lira_levatt": {"statistic_params": {"serializer": serializer}, "n_jobs": workers},
+    }
+    console = Console()
+    with limit_threads(density_threads):
+        summary = attack_to_dir(
+            members,
+            non_members,
+            synthetic,
+            schema,
+            out,
+            attacks=names,
+            attack_params=attack_params,
+            reference=reference,
+            population=population,
+            model=model,
+            preset=preset,
+            params=gen_params,
+            n_shadows=n_shadows,
+            shadow_design=shadow_design,
+            shadow_train_size=shadow_train_size,
+            executor=executor,
+            jobs=jobs,
+            threads=threads or threads_per_worker(jobs),
+            population_overlap=population_overlap,
+            run_dir=run_dir,
+            nan=nan,
+            extra="ignore" if ignore_extra else "error",
+            n_bootstrap=n_bootstrap,
+            delta=delta,
+            confidence=confidence,
+            claimed_epsilon=claimed_epsilon,
+            claimed_delta=claimed_delta,
+            seed=seed,
+            progress=lambda line: console.print(f"[dim]{line}[/dim]"),
+        )
     table = Table(title="Membership inference (higher AUC = more leakage; 0.5 = chance)")
-    for col in ("attack", "AUC", "95% CI", "TPR@FPR=0", "TPR@0.001", "TPR@0.01", "TPR@0.1"):
+    for col in ("attack", "AUC", "95% CI", "TPR@0.01", "TPR@0.1", "MIDST TPR@0.1 [exact CI]", "ε lower bound"):
         table.add_column(col)
-    for name, r in report.results.items():
-        t = r.tpr_at_fpr
+    resolved = summary["_meta"]["min_resolved_fpr"] or 0.0
+    for name, r in summary.items():
+        if name.startswith("_"):
+            continue
+        t, ci = r["tpr_at_fpr"], r["auc_ci"]
+        midst = r["midst_tpr_at_fpr"]["0.1"]
         table.add_row(
             name,
-            f"{r.auc:.3f}",
-            f"[{r.auc_ci[0]:.3f}, {r.auc_ci[1]:.3f}]",
-            *(f"{t[f]:.3f}" for f in (0.0, 0.001, 0.01, 0.1)),
+            f"{r['auc']:.3f}",
+            "n/a" if ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
+            *(f"{t[f]:.3f}" + ("*" if 0 < float(f) < resolved else "") for f in ("0.01", "0.1")),
+            f"{midst['tpr']:.3f} [{midst['tpr_ci'][0]:.3f}, {midst['tpr_ci'][1]:.3f}]",
+            f"{r['epsilon_lower_bound']['epsilon']:.2f}",
         )
-    console = Console()
     console.print(table)
-    for name, why in report.skipped.items():
+    priv = _privacy_line(summary["_privacy"])
+    if priv:
+        console.print(priv)
+    meta = summary["_meta"]
+    if resolved:
+        console.print(
+            f"smallest FPR that {meta['n_non_members']} non-member(s) resolve: {resolved:.4g}"
+            + (" (* = below it: interpolated towards TPR@FPR=0, not measured)" if resolved > 0.01 else "")
+        )
+    for name, why in meta["skipped"].items():
         console.print(f"skipped {name}: {why}")
-    if report.n_overlap:
-        console.print(f"warning: {report.n_overlap} member row(s) also appear among the non-members")
+    for message in meta.get("warnings", []):
+        echo_warning(message)
+    if meta["n_member_rows_also_in_non_members"]:
+        echo_warning(f"{meta['n_member_rows_also_in_non_members']} member row(s) also appear among the non-members")
     console.print(
-        f"wrote {out / 'summary.json'}, {out / 'scores.csv'} and {out / 'risk.csv'} (records by strongest evidence)"
+        f"wrote {out / 'summary.json'}, {out / 'scores.csv'}, {out / 'risk.csv'} (records by strongest evidence) "
+        f"and {out / 'roc.csv'}"
     )
+
+
+def _privacy_line(p: dict) -> str:
+    """One line: the audited ε lower bound (best attack), next to the claimed ε when there is one."""
+    if p.get("attack") is None:
+        return ""
+    line = (
+        f"empirical ε lower bound {p['epsilon_lower_bound']:.2f} at δ={p['delta']:.2g} ({p['attack']}; holds with "
+        f"probability {p['confidence']:.2f} over all attacks)"
+    )
+    if p.get("claimed_epsilon") is not None:
+        verdict = "EXCEEDS the claim: the DP training is broken" if p["exceeds_claim"] else "consistent with the claim"
+        line += f"; claimed ε = {p['claimed_epsilon']}: {verdict}"
+    return line

@@ -1,4 +1,9 @@
-"""``tabmem audit``: replica detection of a synthetic table against its training table."""
+"""``tabmem audit``: replica detection of a synthetic table against its training table.
+
+Next to the replica rates, ``summary.json`` holds distance evidence with its own null
+(:func:`tabmem.memorization.evidence.distance_evidence`): the data-copying test (with a holdout),
+authenticity, identical matches and NNDR, each next to the holdout's figure.
+"""
 
 from __future__ import annotations
 
@@ -10,17 +15,22 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from tabmem._io import write_frame, write_json
+from tabmem._checks import resolve_n_jobs
 from tabmem.cli._options import (
     MEMORY_GB,
     NJOBS,
+    FiniteRange,
+    echo_schema,
+    echo_threads,
+    echo_warning,
     load_training_table,
     prepare_out_dir,
     read_user_table,
     training_table_options,
 )
 from tabmem.errors import TabmemError
-from tabmem.memorization.replicas import ReplicaDetector, ReplicaResult
+from tabmem.memorization.evidence import distance_evidence
+from tabmem.memorization.replicas import DUPLICATES, ReplicaDetector, ReplicaResult
 from tabmem.neighbors.distances import DISTANCES
 
 PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
@@ -60,6 +70,27 @@ def summary_table(summary: dict, title: str = "Replica audit") -> Table:
             ("holdout rate (real unseen rows)", f"{100 * summary['holdout_memorization_rate']:.2f}%"),
             ("excess memorization", f"{100 * summary['excess_memorization']:+.2f} points"),
         ]
+    rows.append(("exact copies of training rows", _with_holdout(summary, "exact_copy_rate")))
+    if "rare_value_leakage" in summary:
+        k = summary["rare_values"]["k"]
+        label = "rows with a one-off training value" if k == 2 else f"rows with a training value in < {k} rows"
+        rows.append((label, _with_holdout(summary, "rare_value_leakage")))
+    auth = summary.get("authenticity") or {}
+    if auth:
+        rows.append(
+            (
+                "closer than their training row's neighbour (authenticity)",
+                f"{_pct(auth['synthetic_closer_share'])} (holdout {_pct(auth.get('holdout_closer_share', float('nan')))})",
+            )
+        )
+    copying = summary.get("data_copying")
+    if copying:
+        rows.append(
+            (
+                "data-copying test (Z << 0: copying)",
+                f"Z = {copying['z']:.2f}, p = {copying['p_value']:.3g}, {len(copying['cells_flagged'])} cell(s) flagged",
+            )
+        )
     tail = summary["heavy_tail"]
     rows += [
         ("records with >= 1 replica", f"{tail['n_records_with_replicas']:,}"),
@@ -71,19 +102,22 @@ def summary_table(summary: dict, title: str = "Replica audit") -> Table:
     return table
 
 
-def _pct(x: float) -> str:
-    return "n/a" if x != x else f"{100 * x:.1f}%"
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None or x != x else f"{100 * x:.1f}%"
+
+
+def _with_holdout(summary: dict, key: str) -> str:
+    value = summary.get(key)
+    text = "n/a" if value is None or value != value else f"{100 * value:.2f}%"
+    hold = summary.get(f"holdout_{key}")
+    if hold is not None and hold == hold:
+        text += f" (holdout {100 * hold:.2f}%)"
+    return text
 
 
 def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -> dict:
-    """Write summary.json, replicas.csv and records.csv; return the summary."""
-    summary = result.summary()
-    if extra:
-        summary.update(extra)
-    write_json(out / "summary.json", summary)
-    write_frame(out / "replicas.csv", result.table)
-    write_frame(out / "records.csv", result.records())
-    return summary
+    """Write summary.json, replicas.csv, records.csv and rare_values.csv; return the summary (:meth:`ReplicaResult.save`)."""
+    return result.save(out, extra)
 
 
 @click.command()
@@ -96,7 +130,7 @@ def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -
 @click.option("--distance", type=click.Choice(DISTANCES.names()), default="fang2024", show_default=True)
 @click.option(
     "--threshold",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=FiniteRange(0, 1, min_open=True),
     default=1 / 3,
     show_default="0.3333",
     help="A synthetic row is a replica when d1/d2 < threshold (0 < threshold <= 1).",
@@ -116,8 +150,31 @@ def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -
     show_default=True,
     help="Categories absent from training: fail, drop those rows, or count them as mismatches.",
 )
+@click.option(
+    "--duplicates",
+    type=click.Choice(DUPLICATES),
+    default="papers",
+    show_default=True,
+    help="Rows whose ratio d1/d2 is undefined (copies of duplicated training rows, a one-row training table): "
+    "papers = not memorized (the papers' rule), replica = a row identical to a training row is a replica.",
+)
+@click.option(
+    "--rare-k",
+    type=click.IntRange(min=2),
+    default=2,
+    show_default=True,
+    help="Rare-value leakage: training values occurring in fewer than K rows (2: values that occur once).",
+)
 @click.option("--ignore-extra", is_flag=True, help="Drop columns that are not in the training table.")
 @click.option("--out", "out", type=click.Path(file_okay=False), default="tabmem-audit", show_default=True)
+@click.option(
+    "--copying-cells",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="k-means cells of the data-copying test (needs a holdout).",
+)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the k-means cells.")
 @click.option("--show-records", is_flag=True, help="Print the most-replicated training records (raw values!).")
 @click.option("--n-jobs", type=NJOBS, default=None, help="Worker threads (default: every CPU available; -1 = all).")
 @click.option(
@@ -138,14 +195,19 @@ def audit(
     threshold,
     nan,
     unseen,
+    duplicates,
+    rare_k,
     ignore_extra,
     out,
+    copying_cells,
+    seed,
     show_records,
     n_jobs,
     memory_gb,
 ) -> None:
-    """Find synthetic rows that replicate training rows (d1/d2 < threshold)."""
+    """Find synthetic rows that replicate training rows (d1/d2 < threshold), exact copies and rare-value leakage."""
     console = Console()
+    out_dir = prepare_out_dir(out)
     loaded = load_training_table(
         train=train,
         dataset=dataset,
@@ -156,7 +218,8 @@ def audit(
         encoding=encoding,
     )
     train_df, schema = loaded.table, loaded.schema
-    out_dir = prepare_out_dir(out)
+    if loaded.inferred:
+        echo_schema(schema, str(train))
     syn = read_user_table(synthetic, encoding=encoding, option="--synthetic")
     hold = (
         read_user_table(holdout, encoding=encoding, option="--holdout")
@@ -165,24 +228,41 @@ def audit(
     )
     if syn.shape[0] == 0:
         raise TabmemError(f"{synthetic}: the synthetic table is empty")
-    detector = ReplicaDetector(distance, threshold, nan=nan, n_jobs=n_jobs, memory_budget=int(memory_gb * 2**30))
+    detector = ReplicaDetector(
+        distance,
+        threshold,
+        nan=nan,
+        n_jobs=n_jobs,
+        memory_budget=int(memory_gb * 2**30),
+        duplicates=duplicates,
+        rare_k=rare_k,
+    )
+    echo_threads(resolve_n_jobs(n_jobs, "--n-jobs"), 1, "each in the neighbour search")
     t0 = time.perf_counter()
     detector.fit(train_df, schema)
+    extra = "ignore" if ignore_extra else "error"
+    # each table validated once, then shared by the replica search and the distance evidence
+    syn = detector.validate(syn, name="synthetic", unseen=unseen, extra=extra)
+    if hold is not None:
+        hold = detector.validate(hold, name="holdout", unseen=unseen, extra=extra)
     n_rows = len(syn) + (len(hold) if hold is not None else 0)
     result = run_with_progress(
         console,
         n_rows,
         float(n_rows) * len(train_df),
-        lambda cb: detector.score(
-            syn, holdout=hold, unseen=unseen, extra="ignore" if ignore_extra else "error", progress=cb
-        ),
+        lambda cb: detector.score(syn, holdout=hold, unseen=unseen, extra=extra, progress=cb),
+    )
+    evidence = distance_evidence(
+        detector, result, syn, hold, n_cells=min(copying_cells, len(train_df)), random_state=seed
     )
     elapsed = time.perf_counter() - t0
-    summary = write_outputs(result, out_dir, {"seconds": elapsed, "schema": schema.to_dict()})
+    summary = write_outputs(result, out_dir, {"seconds": elapsed, "schema": schema.to_dict(), **evidence})
     console.print(summary_table(summary))
+    for message in summary["warnings"]:
+        echo_warning(message)
     console.print(
         f"[dim]{elapsed:.1f} s. Outputs: {out_dir}/summary.json, replicas.csv (one row per synthetic row), "
-        f"records.csv (one row per training record).[/dim]"
+        f"records.csv (one row per training record), rare_values.csv (counts per column).[/dim]"
     )
     if show_records:
         records = result.records().sort_values("replica_count", ascending=False).head(10)

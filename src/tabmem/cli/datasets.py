@@ -43,6 +43,8 @@ def datasets(name: str | None, data_dir: Path | None, cache_dir: Path | None, ve
     With NAME, show that dataset's columns (kind, role) and its files (where found, checksum).
     No data values are printed.
     """
+    if data_dir is not None and not Path(data_dir).is_dir():
+        click.echo(f"warning: --data-dir {str(data_dir)!r} is not a directory; only the cache is searched", err=True)
     if name is not None:
         _show_one(name, data_dir, cache_dir, verify)
         return

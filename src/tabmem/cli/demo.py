@@ -23,11 +23,12 @@ from rich.console import Console
 from rich.table import Table
 
 from tabmem._io import write_frame, write_json
-from tabmem.cli._options import prepare_out_dir, seed_option
+from tabmem.cli._options import echo_threads, prepare_out_dir, seed_option
 from tabmem.cli.audit import summary_table, write_outputs
 from tabmem.data.datasets import load_dataset
 from tabmem.data.schema import Schema
 from tabmem.memorization.replicas import ReplicaDetector
+from tabmem.neighbors.distances import DISTANCES
 
 
 def noisy_resample(
@@ -76,8 +77,10 @@ def audit_and_quality(
 
 @click.command()
 @click.option("--out", type=click.Path(file_okay=False), default="tabmem-demo", show_default=True)
-@click.option("--distance", default="fang2024", show_default=True, help="Replica distance (fang2024, gower, l2).")
-@click.option("--epochs", type=int, default=None, help="TabDDPM training epochs (default: the demo's setting).")
+@click.option("--distance", type=click.Choice(DISTANCES.names()), default="fang2024", show_default=True)
+@click.option(
+    "--epochs", type=click.IntRange(min=1), default=None, help="TabDDPM training epochs (default: the demo's setting)."
+)
 @click.option("--no-generator", is_flag=True, help="Skip training the TabDDPM generator.")
 @click.option("--no-quality", is_flag=True, help="Skip the quality metrics.")
 @seed_option("Random seed of the demo's resample and generator.")
@@ -85,7 +88,7 @@ def demo(out, distance, epochs, no_generator, no_quality, seed) -> None:
     """Audit synthetic data for memorization on the embedded diabetes dataset."""
     console = Console()
     t0 = time.perf_counter()
-    out_dir = Path(out)
+    out_dir = prepare_out_dir(out)
     ds = load_dataset("diabetes")
     train, test, schema = ds.train, ds.test, ds.schema
     console.print(
@@ -95,7 +98,6 @@ def demo(out, distance, epochs, no_generator, no_quality, seed) -> None:
     rows: dict[str, dict] = {}
     console.rule("1. A leaky stand-in: noisy resample of the training rows (not a generator)")
     resample = noisy_resample(train, schema, len(train), seed=seed)
-    prepare_out_dir(out_dir)
     write_frame(out_dir / "resample.csv", resample)
     rows["noisy resample"] = audit_and_quality(
         "resample", train, test, resample, schema, out_dir, console, distance, not no_quality
@@ -111,6 +113,7 @@ def demo(out, distance, epochs, no_generator, no_quality, seed) -> None:
         gen_dir = out_dir / "tabddpm"
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # small network: one thread is fastest and leaves the other core free
+        echo_threads(1, 1, "(torch: the small network runs fastest on one)")
         try:
             info = demo_train(
                 train, schema, gen_dir, epochs=epochs or 20, track_every=5, holdout=test, seed=seed, progress=True

@@ -1,22 +1,42 @@
-"""``tabmem generate-icl``: in-context generation with a local HF model or an OpenAI-compatible endpoint."""
+"""``tabmem generate-icl``: in-context generation with a local HF model or an OpenAI-compatible endpoint.
+
+Every option is checked before the training table is read or the backend is called. Time is
+bounded (``--timeout`` per attempt, ``--max-retries``; see :mod:`tabmem.generators.llm.icl`) and
+every request prints one progress line (valid rows so far, rows parsed, malformed lines,
+retries). HTTP error bodies are not printed (they may echo the prompt, i.e. training rows)
+unless ``--show-http-body`` asks for them. Next to the output table, ``<out>.meta.json`` records
+the settings, the inferred schema and the request counts.
+"""
 
 from __future__ import annotations
 
 import click
 
-from tabmem.cli._options import seed_option
+from tabmem.cli._options import (
+    FiniteRange,
+    column_names,
+    default_threads,
+    echo_schema,
+    echo_threads,
+    prepare_out_file,
+    read_user_table,
+    seed_option,
+    threads_option,
+)
 from tabmem.errors import TabmemError
-
-
-def _split(values: tuple[str, ...]) -> list[str]:
-    return [v.strip() for item in values for v in item.split(",") if v.strip()]
 
 
 @click.command("generate-icl")
 @click.option(
     "--train", "train_path", required=True, type=click.Path(dir_okay=False), help="Training table (CSV/Parquet)."
 )
-@click.option("--n-context", default=32, show_default=True, type=int, help="Training rows shown in the prompt (8-128).")
+@click.option(
+    "--n-context",
+    default=32,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Training rows shown in the prompt (the paper: 8-128).",
+)
 @click.option(
     "--backend",
     required=True,
@@ -29,13 +49,33 @@ def _split(values: tuple[str, ...]) -> list[str]:
     show_default=True,
     help="Environment variable holding the API key (the key is never printed).",
 )
-@click.option("--n", "n_rows", required=True, type=int, help="Valid rows to generate.")
-@click.option("--rows-per-request", default=32, show_default=True, type=int)
-@click.option("--temperature", default=1.0, show_default=True, type=float)
-@click.option("--max-retries", default=5, show_default=True, type=int, help="HTTP retries (429/5xx/network).")
+@click.option("--n", "n_rows", required=True, type=click.IntRange(min=1), help="Valid rows to generate.")
+@click.option("--rows-per-request", default=32, show_default=True, type=click.IntRange(min=1))
+@click.option("--temperature", default=1.0, show_default=True, type=FiniteRange(min=0.0), help="Sampling temperature.")
+@click.option(
+    "--timeout",
+    default=30.0,
+    show_default=True,
+    type=FiniteRange(min=0.0, min_open=True),
+    help="Seconds an attempt waits for an openai backend's answer.",
+)
+@click.option(
+    "--max-retries",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Retries of a request after a timeout, 429, 5xx or network error.",
+)
+@click.option(
+    "--show-http-body",
+    is_flag=True,
+    help="Debugging: include HTTP error bodies in messages (they may echo the prompt, i.e. training rows).",
+)
 @click.option("--no-stats", is_flag=True, help="Leave summary statistics out of the prompt.")
 @click.option("--categorical", multiple=True, help="Columns to treat as categorical (comma-separated or repeated).")
 @click.option("--numerical", multiple=True, help="Columns to treat as numerical.")
+@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of a CSV training table.")
+@threads_option("torch CPU threads of an hf backend")
 @seed_option("Seed of the context choice and request seeds.")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output table (CSV/Parquet).")
 def generate_icl(
@@ -47,32 +87,67 @@ def generate_icl(
     n_rows: int,
     rows_per_request: int,
     temperature: float,
+    timeout: float,
     max_retries: int,
+    show_http_body: bool,
     no_stats: bool,
     categorical: tuple[str, ...],
     numerical: tuple[str, ...],
+    encoding: str,
+    threads: int | None,
     seed: int,
     out_path: str,
 ) -> None:
     """Prompt an LLM with N_CONTEXT training rows and write N validated synthetic rows."""
     import os
 
-    from tabmem.data.io import read_table, write_table
+    from tabmem._io import write_json
+    from tabmem.data.io import write_table
     from tabmem.data.schema import Schema
     from tabmem.generators.llm.icl import ICLGenerator, make_backend
 
-    if n_rows < 1:
-        raise TabmemError(f"--n must be a positive integer, got {n_rows}")
-    train = read_table(train_path)
-    schema = Schema.infer(train, categorical=_split(categorical), numerical=_split(numerical))
-    kwargs = {}
-    if backend.startswith("openai"):
+    kind, _, target = backend.partition(":")
+    if kind not in ("hf", "openai"):
+        raise TabmemError(f"--backend must be hf:PATH or openai:URL, got {backend!r}")
+    if kind == "openai" and target and not target.startswith(("http://", "https://")):
+        raise TabmemError(f"--backend: the URL must start with http:// or https://, got {backend!r}")
+    if kind == "hf" and temperature == 0:
+        raise TabmemError("--temperature must be above 0 for a local (hf) model, which samples")
+    out = prepare_out_file(out_path, suffixes=(".csv", ".parquet", ".pq"))
+    train = read_user_table(train_path, encoding=encoding, option="--train")
+    schema = Schema.infer(train, categorical=column_names(categorical), numerical=column_names(numerical))
+    echo_schema(schema, train_path)
+    if n_context > len(train):
+        raise TabmemError(f"--n-context {n_context} exceeds the {len(train)} rows of the training table")
+    kwargs: dict = {}
+    if kind == "openai":
+
+        def on_retry(attempt: int, attempts: int, reason: str) -> None:
+            click.echo(f"generate-icl: {reason}; retrying (attempt {attempt} of {attempts})", err=True)
+
         kwargs = {
             "api_key": os.environ.get(api_key_env, ""),
             "model": model_name,
             "max_retries": max_retries,
+            "timeout": timeout,
+            "show_body": show_http_body,
+            "on_retry": on_retry,
             "random_state": seed,
         }
+    else:
+        import torch
+
+        n_threads = threads or default_threads()
+        torch.set_num_threads(n_threads)
+        echo_threads(1, n_threads, "(torch)")
+
+    def progress(s: dict) -> None:
+        click.echo(
+            f"generate-icl: request {s['requests']}: {s['rows_valid']}/{s['n']} valid rows "
+            f"({s['rows_parsed']} parsed, {s['invalid_lines']} malformed lines, {s['retries']} retries)",
+            err=True,
+        )
+
     gen = ICLGenerator(
         make_backend(backend, **kwargs),
         n_context=n_context,
@@ -81,9 +156,24 @@ def generate_icl(
         summary_stats=not no_stats,
         random_state=seed,
     ).fit(train, schema)
-    out = gen.sample(n_rows)
-    write_table(out, out_path)
+    table = gen.sample(n_rows, progress=progress)
+    write_table(table, out)
     s = gen.last_sample_stats_
+    write_json(
+        out.with_name(out.stem + ".meta.json"),
+        {
+            "backend": kind,
+            "model_name": model_name if kind == "openai" else target,
+            "n": n_rows,
+            "n_context": n_context,
+            "rows_per_request": rows_per_request,
+            "temperature": temperature,
+            "seed": seed,
+            "context_rows": [int(i) for i in gen.context_index_],
+            "schema": schema.to_dict(),
+            "stats": s,
+        },
+    )
     click.echo(
-        f"wrote {len(out)} rows to {out_path} ({s['requests']} requests, {s['invalid_lines']} malformed lines dropped)"
+        f"wrote {len(table)} rows to {out} ({s['requests']} requests, {s['invalid_lines']} malformed lines dropped)"
     )

@@ -6,7 +6,18 @@ from pathlib import Path
 
 import click
 
-from tabmem.cli._options import NJOBS, column_names, prepare_out_dir, read_user_table, schema_options, seed_option
+from tabmem.cli._options import (
+    NJOBS,
+    column_names,
+    echo_schema,
+    echo_threads,
+    prepare_out_dir,
+    read_user_table,
+    schema_options,
+    seed_option,
+    threads_option,
+)
+from tabmem.errors import TabmemError
 
 
 @click.command("quality")
@@ -44,8 +55,9 @@ from tabmem.cli._options import NJOBS, column_names, prepare_out_dir, read_user_
 )
 @seed_option("Random seed (MLE split, MMD subsample, C2ST folds, projections).")
 @click.option(
-    "--n-jobs", default=1, show_default=True, type=NJOBS, help="Threads for XGBoost / neighbour search (-1: all)."
+    "--n-jobs", default=1, show_default=True, type=NJOBS, help="Workers for XGBoost / neighbour search (-1: all)."
 )
+@threads_option("BLAS threads of each worker (default: the CPUs available divided among the workers)")
 @click.option(
     "--out",
     "out_dir",
@@ -67,6 +79,7 @@ def quality(
     mle_grid: str,
     seed: int,
     n_jobs: int,
+    threads: int | None,
     out_dir: str,
 ) -> None:
     """Score SYNTHETIC against REAL: Shape, Trend, MLE, MMD, Wasserstein, alpha/beta, C2ST, DCR share.
@@ -78,11 +91,16 @@ def quality(
     from rich.console import Console
     from rich.table import Table
 
-    from tabmem._checks import resolve_n_jobs
+    from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
     from tabmem.data.schema import Schema
-    from tabmem.metrics.report import quality_report
+    from tabmem.metrics.report import SUMMARY_KEYS, quality_report
 
     n_jobs = resolve_n_jobs(n_jobs, "--n-jobs")
+    metrics = column_names(metric_names) if metric_names else None
+    unknown = [m for m in metrics or [] if m not in SUMMARY_KEYS]
+    if unknown:
+        raise TabmemError(f"--metrics: unknown metric(s) {unknown}; choose from {', '.join(SUMMARY_KEYS)}")
+    threads = threads or threads_per_worker(n_jobs)
     prepare_out_dir(out_dir)
     real = read_user_table(real_path, encoding=encoding, option="--real")
     synthetic = read_user_table(synthetic_path, encoding=encoding, option="--synthetic")
@@ -95,9 +113,10 @@ def quality(
         target=target or None,
         name=Path(real_path).stem,
     )
-    metrics = column_names(metric_names) if metric_names else None
+    echo_schema(schema, real_path)
+    echo_threads(n_jobs, threads, "each" if n_jobs > 1 else "")
     console = Console(stderr=True)
-    with console.status("computing quality metrics") as status:
+    with console.status("computing quality metrics") as status, limit_threads(threads):
         report = quality_report(
             real,
             synthetic,
@@ -117,6 +136,8 @@ def quality(
         table.add_column(col, justify="right" if col == "value" else "left")
     for row in report.to_frame().itertuples(index=False):
         value = "-" if row.value is None or pd.isna(row.value) else f"{row.value:.4f}"
+        if value != "-" and abs(row.value) >= 1e6:
+            value = f"{row.value:.4g}"
         table.add_row(row.metric, value, row.goal, row.note)
     Console().print(table)
     click.echo(f"wrote {path}")

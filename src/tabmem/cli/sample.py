@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from tabmem.cli._options import default_threads, seed_option, torch_options
+from tabmem.cli._options import FiniteRange, default_threads, echo_threads, prepare_out_file, seed_option, torch_options
 from tabmem.errors import TabmemError
 
 
@@ -29,7 +29,7 @@ from tabmem.errors import TabmemError
 @click.option(
     "--tlp",
     "tendency",
-    type=float,
+    type=FiniteRange(min=1.0),
     default=None,
     help="LLM models only: Tendency-based Logit Processor with tendency T >= 1 (LevAtt paper defence).",
 )
@@ -65,9 +65,18 @@ def sample(
     from tabmem.data.io import write_table
     from tabmem.generators import load_generator
 
-    torch.set_num_threads(threads or default_threads())
-    if out_path.suffix.lower() not in (".csv", ".parquet", ".pq"):
-        raise TabmemError(f"--out must end in .csv or .parquet, got {out_path.name!r}")
+    out_path = prepare_out_file(out_path, suffixes=(".csv", ".parquet", ".pq"))
+    dm_range = None
+    if digit_modifier is not None:
+        try:
+            dm_range = tuple(float(x) for x in digit_modifier.split(","))
+            if len(dm_range) != 2:
+                raise ValueError
+        except ValueError:
+            raise TabmemError(f"--digit-modifier expects PMIN,PMAX (e.g. 0.05,0.1), got {digit_modifier!r}") from None
+    n_threads = threads or default_threads()
+    torch.set_num_threads(n_threads)
+    echo_threads(1, n_threads, "(torch)")
     gen = load_generator(model_path, device=device)
     options = {}
     if tendency is not None:
@@ -75,13 +84,10 @@ def sample(
             raise TabmemError(f"--tlp applies to generators that decode tokens (llm); this model is {gen.name!r}")
         options["tendency"] = tendency
     table = gen.sample(n_rows, random_state=seed, batch_size=batch_size, **options)
-    if digit_modifier is not None:
+    if dm_range is not None:
         from tabmem.defenses import DigitModifier
 
-        try:
-            p_min, p_max = (float(x) for x in digit_modifier.split(","))
-        except ValueError:
-            raise TabmemError(f"--digit-modifier expects PMIN,PMAX (e.g. 0.05,0.1), got {digit_modifier!r}") from None
+        p_min, p_max = dm_range
         dm = DigitModifier(p_min, p_max, columns=list(gen.schema_.numerical), random_state=seed)
         table = dm.transform(table)
     write_table(table, out_path)

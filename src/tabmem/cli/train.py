@@ -13,6 +13,9 @@ import click
 
 from tabmem.cli._options import (
     default_threads,
+    echo_schema,
+    echo_threads,
+    echo_warning,
     load_training_table,
     parse_params,
     prepare_out_dir,
@@ -22,6 +25,7 @@ from tabmem.cli._options import (
     training_table_options,
 )
 from tabmem.errors import TabmemError
+from tabmem.memorization.replicas import DUPLICATES
 from tabmem.neighbors.distances import DISTANCES
 
 
@@ -86,7 +90,21 @@ from tabmem.neighbors.distances import DISTANCES
 @click.option(
     "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output directory."
 )
-@click.option("--resume", is_flag=True, help="Continue the run in --out from its checkpoint.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue the run in --out from its checkpoint (from scratch, same seed, when it has none yet).",
+)
+@click.option(
+    "--overwrite", is_flag=True, help="Replace the training run in --out (only its files; nothing else is deleted)."
+)
+@click.option(
+    "--duplicates",
+    type=click.Choice(DUPLICATES),
+    default="papers",
+    show_default=True,
+    help="Undefined ratios in the final audit: papers = not memorized, replica = an exact copy is a replica.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def train(
     train: str | None,
@@ -111,14 +129,31 @@ def train(
     device: str | None,
     out_dir: Path,
     resume: bool,
+    overwrite: bool,
+    duplicates: str,
     quiet: bool,
 ) -> None:
     """Train a generator, tracking per-record memorization; write the model, synthetic.csv and dynamics.json."""
     import torch
 
-    from tabmem.generators import GENERATORS
+    from tabmem.generators import GENERATORS, get_generator
 
+    if resume and overwrite:
+        raise TabmemError("--resume and --overwrite exclude each other")
     generator_cls = GENERATORS.get(model)  # an unknown name fails before any data is read
+    p = parse_params(params)
+    if backbone is not None and "backbone" not in generator_cls._param_names():
+        raise TabmemError(f"--backbone only applies to generators built on a language model (llm), not {model!r}")
+    if epochs is not None:
+        p["epochs"] = epochs
+    if device is not None:
+        p["device"] = device
+    if backbone is not None:
+        p["backbone"] = backbone
+    preset_name = None if preset.lower() == "none" else preset
+    # the preset and every parameter are checked before any table is read
+    get_generator(model, preset=preset_name, dataset=dataset, **p).check_params()
+    prepare_out_dir(out_dir)
     loaded = load_training_table(
         train=train,
         dataset=dataset,
@@ -129,21 +164,14 @@ def train(
         encoding=encoding,
     )
     train_df, schema, holdout, source = loaded.table, loaded.schema, loaded.test, dict(loaded.source)
+    if loaded.inferred:
+        echo_schema(schema, str(train))
     if holdout_path is not None:
         holdout = read_user_table(holdout_path, encoding=encoding, option="--holdout")
         source["holdout"] = str(holdout_path)
-    prepare_out_dir(out_dir)
-    torch.set_num_threads(threads or default_threads())
-    p = parse_params(params)
-    if epochs is not None:
-        p["epochs"] = epochs
-    if device is not None:
-        p["device"] = device
-    if backbone is not None:
-        if "backbone" not in generator_cls._param_names():
-            raise TabmemError(f"--backbone only applies to generators built on a language model (llm), not {model!r}")
-        p["backbone"] = backbone
-    preset_name = None if preset.lower() == "none" else preset
+    n_threads = threads or default_threads()
+    torch.set_num_threads(n_threads)
+    echo_threads(1, n_threads, "(torch)")
     from tabmem.experiments.training import train_to_dir
 
     summary = train_to_dir(
@@ -163,6 +191,9 @@ def train(
         progress=not quiet,
         source=source,
         dataset=dataset,
+        overwrite=overwrite,
+        duplicates=duplicates,
+        on_warning=echo_warning,
     )
     rate = summary["memorization_rate"]
     line = (
@@ -170,5 +201,8 @@ def train(
     )
     if summary.get("holdout_memorization_rate") is not None:
         line += f" (holdout baseline {100 * summary['holdout_memorization_rate']:.2f}%)"
+    line += f"; exact copies {100 * summary['exact_copy_rate']:.2f}%"
+    if summary.get("holdout_exact_copy_rate") is not None:
+        line += f" (holdout {100 * summary['holdout_exact_copy_rate']:.2f}%)"
     click.echo(line)
     click.echo(f"wrote {out_dir}/model.pt, synthetic.csv, summary.json" + (", dynamics.json" if track_every else ""))

@@ -49,8 +49,7 @@ class TableEncoder:
             if num.shape[0] and num.shape[1]:
                 self.min_ = np.nanmin(num, axis=0) if num.size else np.zeros(0)
                 self.max_ = np.nanmax(num, axis=0)
-                self.mean_ = np.nanmean(num, axis=0)
-                self.std_ = np.nanstd(num, axis=0)
+                self.mean_, self.std_ = _mean_std(num, np.maximum(np.abs(self.min_), np.abs(self.max_)))
             else:
                 self.min_ = self.max_ = self.mean_ = self.std_ = np.zeros(num.shape[1])
         for arr in (self.min_, self.max_, self.mean_, self.std_):
@@ -194,3 +193,24 @@ def _float64(values: Any) -> np.ndarray:
     if hasattr(values, "detach"):  # a torch tensor, without importing torch here
         values = values.detach().cpu().numpy()
     return np.array(values, dtype=np.float64).reshape(-1)
+
+
+def _mean_std(num: np.ndarray, maxabs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column ``nanmean`` and ``nanstd`` that neither overflow nor underflow.
+
+    A column whose largest magnitude lies outside ``[2**-500, 2**500]`` is multiplied by a
+    power of two first (exact) and the statistics are scaled back: the sums and squares of
+    ``nanmean``/``nanstd`` then stay finite and normal (a column of values near 1e300 has a
+    finite mean and standard deviation; one of values near 1e-300 a nonzero one). Every other
+    column gets exactly the plain ``nanmean``/``nanstd`` (same bits).
+    """
+    with np.errstate(all="ignore"):
+        mean = np.nanmean(num, axis=0)
+        std = np.nanstd(num, axis=0)
+        extreme = np.isfinite(maxabs) & (maxabs > 0) & ((maxabs > 2.0**500) | (maxabs < 2.0**-500))
+        for c in np.flatnonzero(extreme):
+            shift = int(np.frexp(maxabs[c])[1])
+            scaled = np.ldexp(num[:, c], -shift)
+            mean[c] = np.ldexp(np.nanmean(scaled), shift)
+            std[c] = np.ldexp(np.nanstd(scaled), shift)
+    return mean, std

@@ -1,19 +1,23 @@
 """Reading user tables (CSV or Parquet) with clear errors.
 
 pandas silently renames duplicated CSV headers (``a``, ``a.1``) and raises a deep
-``UnicodeDecodeError`` on non-UTF-8 bytes; :func:`read_table` turns both into a
-:class:`~tabmem.errors.SchemaError` that names the file, the column or the line.
+``UnicodeDecodeError`` on non-UTF-8 bytes; :func:`read_table` turns both into one
+:class:`~tabmem.errors.TabmemError` line that names the file and the column or the line.
+
+Privacy: these are the user's tables, so no message quotes a cell. A parse error gives the
+line number and the field counts, never the parser's own text (which may quote the row).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import pandas as pd
 
-from tabmem.errors import SchemaError, TabmemError
+from tabmem.errors import TabmemError, suggest
 
 #: read_csv options for exact float parsing: pandas 3 parses exactly by default (and deprecates
 #: ``float_precision``); pandas 2's default C parser is one ulp off on ~5% of values.
@@ -27,17 +31,18 @@ def read_table(path: str | Path, *, encoding: str = "utf-8", sep: str | None = N
     record positions in the file (the header is not a record).
     """
     path = Path(path)
-    name = path.name
     if not path.exists():
         raise TabmemError(f"file not found: {path}")
+    if path.is_dir():
+        raise TabmemError(f"{path}: is a directory, not a table file")
     if path.suffix.lower() in {".parquet", ".pq"}:
         try:
             table = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises many types
-            raise TabmemError(f"{path}: not a readable Parquet file ({exc})") from exc
+        except Exception as exc:  # pyarrow raises many types; its text is not shown (it may quote data)
+            raise TabmemError(f"{path}: not a readable Parquet file ({type(exc).__name__})") from None
         if pd.Index(table.columns).duplicated().any():
             dupes = sorted(set(pd.Index(table.columns)[pd.Index(table.columns).duplicated()]))
-            raise SchemaError(name, [f"duplicated column name {c!r}" for c in dupes])
+            raise TabmemError(f"{path}: duplicated column name(s) {', '.join(map(repr, dupes))}")
         return table
 
     raw = path.read_bytes()
@@ -47,15 +52,16 @@ def read_table(path: str | Path, *, encoding: str = "utf-8", sep: str | None = N
         text = raw.decode(encoding)
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise SchemaError(
-            name,
-            [
-                f"is not valid {encoding}: byte 0x{raw[exc.start]:02x} at offset {exc.start} (line {line}); "
-                "re-save the file as UTF-8 or pass --encoding (for example latin-1)"
-            ],
+        flag = suggest("encoding='latin-1'", "--encoding")
+        if flag is None:
+            advice = "re-save the file as UTF-8"
+        else:
+            advice = f"pass {flag + ' latin-1' if flag == '--encoding' else flag} (or the file's encoding)"
+        raise TabmemError(
+            f"{path}: is not valid {encoding}: byte 0x{raw[exc.start]:02x} at offset {exc.start} (line {line}); {advice}"
         ) from None
     if not text.strip():
-        raise SchemaError(name, ["the file is empty"])
+        raise TabmemError(f"{path}: the file is empty")
     header_line = text.splitlines()[0]
     if sep is None:
         try:
@@ -67,13 +73,24 @@ def read_table(path: str | Path, *, encoding: str = "utf-8", sep: str | None = N
     seen: set[str] = set()
     dupes = sorted({h for h in header if h in seen or seen.add(h)})  # type: ignore[func-returns-value]
     if dupes:
-        raise SchemaError(name, [f"duplicated column name {c!r} in the header" for c in dupes])
+        raise TabmemError(f"{path}: duplicated column name {', '.join(map(repr, dupes))} in the header")
     try:
         table = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, **EXACT_FLOATS)
-    except pd.errors.ParserError as exc:
-        raise SchemaError(name, [f"could not be parsed as CSV: {exc}"]) from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise TabmemError(f"{path}: could not be parsed as CSV ({_parse_problem(str(exc))})") from None
     table.columns = [str(c).strip() for c in table.columns]
     return table
+
+
+def _parse_problem(message: str) -> str:
+    """The parser's complaint reduced to numbers (it may quote the offending row, which is user data)."""
+    m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", message)
+    if m:
+        return f"line {m.group(2)} has {m.group(3)} fields, the header {m.group(1)}"
+    m = re.search(r"(?:line|row) (\d+)", message)
+    if m:
+        return f"malformed near line {m.group(1)}"
+    return "malformed CSV"
 
 
 def write_table(table: pd.DataFrame, path: str | Path) -> Path:

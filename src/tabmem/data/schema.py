@@ -6,10 +6,19 @@ any distance is computed, so that bad input gives a clear message instead of a w
 
 Column-kind inference rule (:meth:`Schema.infer`), applied to columns the user did not name:
 
-1. bool, object, string and category dtypes are **categorical**;
+1. bool, object, string and category dtypes are **categorical**, except text columns whose
+   every value is a number (read from JSON, say), which are numerical;
 2. integer columns with at most ``max_int_categories`` (default 20) distinct values are
-   **categorical** (codes such as ``SEX`` 1/2, ``EDUCATION`` 0..6);
+   **categorical** (codes such as ``SEX`` 1/2, ``EDUCATION`` 0..6), provided the values repeat:
+   at most half as many distinct values as rows. A code column repeats its values; a column of
+   mostly distinct integers is a measurement, whatever its length (without this, every integer
+   column of a one-row table would be categorical);
 3. everything else (floats, integers with many values) is **numerical**.
+
+A text column that is numeric except for a few cells (at most 5% of its values, e.g. one
+``forty`` among ages) is an error naming the column, the count and the first rows, not a silent
+switch to categorical: fix the cells, or name the column categorical (``categorical=[...]``,
+``--categorical``) to accept it as such.
 
 The target's kind decides the task: categorical with 2 levels ``binclass``, more
 ``multiclass``; numerical ``regression``.
@@ -29,7 +38,7 @@ from typing import Any, Iterable, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from tabmem.errors import SchemaError
+from tabmem.errors import ParameterError, SchemaError, suggest
 
 ColumnKind = Literal["numerical", "categorical"]
 Task = Literal["binclass", "multiclass", "regression"]
@@ -103,17 +112,17 @@ class Schema:
         seen = set()
         dupes = [c for c in self.columns if c in seen or seen.add(c)]  # type: ignore[func-returns-value]
         if dupes:
-            raise ValueError(f"Schema: duplicated column names {dupes}")
+            raise ParameterError(f"Schema: duplicated column names {dupes}")
         both = set(self.numerical) & set(self.categorical)
         if both:
-            raise ValueError(f"Schema: columns declared both numerical and categorical: {sorted(both)}")
+            raise ParameterError(f"Schema: columns declared both numerical and categorical: {sorted(both)}")
         kinds = set(self.numerical) | set(self.categorical)
         if kinds != set(self.columns):
             missing = [c for c in self.columns if c not in kinds]
             extra = sorted(kinds - set(self.columns))
-            raise ValueError(f"Schema: columns without a kind {missing}; kinds for unknown columns {extra}")
+            raise ParameterError(f"Schema: columns without a kind {missing}; kinds for unknown columns {extra}")
         if self.target is not None and self.target not in self.columns:
-            raise ValueError(f"Schema: target {self.target!r} is not one of the columns")
+            raise ParameterError(f"Schema: target {self.target!r} is not one of the columns")
 
     # ----------------------------------------------------------------- queries
     def kind(self, column: str) -> ColumnKind:
@@ -156,14 +165,20 @@ class Schema:
             raise SchemaError(
                 "training", [f"column {c!r} named on the command line is not in the table" for c in unknown]
             )
-        cat, num = [], []
-        for col in columns:
+        _check_kinds_disjoint(categorical, numerical)
+        cat, num, problems = [], [], []
+        for col, series in zip(columns, (table.iloc[:, j] for j in range(table.shape[1]))):
             if col in categorical:
                 cat.append(col)
             elif col in numerical:
                 num.append(col)
             else:
-                (cat if _looks_categorical(table[col], max_int_categories) else num).append(col)
+                bad = _non_numeric_cells(series)
+                if bad is not None:
+                    problems.append(_mostly_numeric_problem(col, bad))
+                (cat if _looks_categorical(series, max_int_categories) else num).append(col)
+        if problems:
+            raise SchemaError("training", problems)
         if target is not None and task is None:
             if target in cat:
                 n_levels = table[target].nunique(dropna=False)
@@ -208,6 +223,7 @@ class Schema:
         unknown = sorted((cat_set | num_set | ({target} if target else set())) - set(self.columns))
         if unknown:
             raise SchemaError("training", [f"column {c!r} is not in the table" for c in unknown])
+        _check_kinds_disjoint(cat_set, num_set)
         cat = [c for c in self.columns if (c in self.categorical and c not in num_set) or c in cat_set]
         num = [c for c in self.columns if c not in cat]
         tgt = target or self.target
@@ -215,6 +231,10 @@ class Schema:
         if tgt is not None and task is None:
             task = "multiclass" if tgt in cat else "regression"
         return Schema(self.columns, tuple(num), tuple(cat), tgt, task, self.name)
+
+
+#: a text column is "numeric except for a few cells" when at most this share of its values is not a number
+MOSTLY_NUMERIC_SHARE = 0.05
 
 
 def _looks_categorical(series: pd.Series, max_int_categories: int) -> bool:
@@ -226,8 +246,46 @@ def _looks_categorical(series: pd.Series, max_int_categories: int) -> bool:
         coerced = pd.to_numeric(series, errors="coerce")
         return bool(coerced.isna().sum() > series.isna().sum())
     if pd.api.types.is_integer_dtype(dtype):
-        return series.nunique(dropna=True) <= max_int_categories
+        distinct = series.nunique(dropna=True)
+        return distinct <= max_int_categories and 2 * distinct <= int(series.notna().sum())
     return False
+
+
+def _non_numeric_cells(series: pd.Series) -> np.ndarray | None:
+    """Row positions of the non-numeric cells of a text column that is numeric except for a few, else None."""
+    dtype = series.dtype
+    if not (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)):
+        return None
+    present = series.notna().to_numpy()
+    if not present.any() or pd.api.types.is_bool_dtype(dtype):
+        return None
+    values = series.to_numpy(dtype=object)
+    if any(isinstance(v, (bool, np.bool_)) for v in values[present][:1000]):
+        return None
+    numeric = pd.to_numeric(series, errors="coerce").notna().to_numpy()
+    bad = present & ~numeric
+    n_bad, n_present = int(bad.sum()), int(present.sum())
+    if n_bad == 0 or n_bad == n_present or n_bad > MOSTLY_NUMERIC_SHARE * n_present:
+        return None
+    return np.flatnonzero(bad)
+
+
+def _mostly_numeric_problem(col: str, rows: np.ndarray) -> str:
+    flag = suggest(f"categorical=[{col!r}]", "--categorical")
+    if flag is None:
+        accept = "declare it"
+    else:
+        accept = f"pass --categorical {col}" if flag.startswith("--") else f"pass {flag}"
+    return (
+        f"column {col!r} is numeric except for {len(rows)} cell(s) (first rows: {_head(rows)}); "
+        f"fix those cells (or leave them empty), or {accept} to treat the column as categorical"
+    )
+
+
+def _check_kinds_disjoint(categorical: Iterable[str], numerical: Iterable[str]) -> None:
+    both = sorted(set(categorical) & set(numerical))
+    if both:
+        raise SchemaError("training", [f"column {c!r} is declared both categorical and numerical" for c in both])
 
 
 def _check_unique_columns(table: pd.DataFrame, name: str) -> None:
@@ -332,10 +390,10 @@ def concat_validated(parts: Sequence[ValidatedTable], *, name: str) -> Validated
     validated again.
     """
     if not parts:
-        raise ValueError("concat_validated needs at least one table")
+        raise ParameterError("concat_validated needs at least one table")
     schema = parts[0].schema
     if any(p.schema != schema for p in parts):
-        raise ValueError("concat_validated: the tables were validated against different schemas")
+        raise ParameterError("concat_validated: the tables were validated against different schemas")
     data = pd.concat([p.data for p in parts], ignore_index=True)
     nan: NanPolicy = "match" if any(p.nan == "match" for p in parts) else parts[0].nan
     unseen: UnseenPolicy = "mismatch" if any(p.unseen == "mismatch" for p in parts) else parts[0].unseen
@@ -364,21 +422,25 @@ def _recheck(
                 if nan == "error":
                     problems.append(_nan_problem(col, data.index.to_numpy()[miss]))
                 drop |= miss
-    if categories is not None and unseen != "mismatch":
+    if categories is not None and (unseen != "mismatch" or nan != "match"):
         for col, allowed in categories.items():
             if col not in data.columns:
                 continue
-            if vt.categories is not None and col in vt.categories and vt.categories[col] <= set(allowed):
-                continue  # already checked against these categories or a subset of them
-            bad = ~data[col].isin(allowed).to_numpy()
-            if bad.any():
-                if unseen == "error":
-                    problems.append(_unseen_problem(col, data.index.to_numpy()[bad]))
-                drop |= bad
+            if (
+                vt.categories is not None
+                and col in vt.categories
+                and vt.categories[col] <= set(allowed)
+                and (nan == "match" or vt.nan != "match")
+            ):
+                continue  # already checked against these categories (or a subset) under a policy as strict
+            canon = data[col].to_numpy(dtype=object)
+            found, bad = _category_check(col, canon, allowed, nan, unseen, data.index.to_numpy())
+            problems += found
+            drop |= bad
     if problems:
         raise SchemaError(vt.name, problems)
     if not drop.any():
-        if categories is None or unseen == "mismatch":
+        if categories is None or (unseen == "mismatch" and nan == "match"):
             return vt
         cats = {c: frozenset(v) for c, v in categories.items()}
         return ValidatedTable(vt.data, vt.schema, vt.name, vt.nan, unseen, cats, vt.dtypes, vt.has_nan, vt.source)
@@ -392,19 +454,63 @@ def _recheck(
     return ValidatedTable(kept, vt.schema, vt.name, nan, unseen, cats, vt.dtypes, has_nan, source)
 
 
-def _nan_problem(col: str, rows: np.ndarray) -> str:
-    return (
-        f"column {col!r} has {len(rows)} missing value(s) (first rows: {_head(rows)}); "
-        "pass nan='drop' (--nan drop) to drop those rows or nan='match' (--nan match) to compare them"
+def _advice(options: list[tuple[str | None, str]], fallback: str) -> str:
+    """'pass A to x or B to y' from the (setting, purpose) pairs this command offers, else ``fallback``."""
+    offered = [f"{setting} to {purpose}" for setting, purpose in options if setting]
+    return "pass " + " or ".join(offered) if offered else fallback
+
+
+def _nan_problem(col: str, rows: np.ndarray, *, categorical: bool = False) -> str:
+    advice = _advice(
+        [
+            (suggest("nan='drop'", "--nan", "drop"), "drop those rows"),
+            (suggest("nan='match'", "--nan", "match"), "compare them"),
+        ],
+        "drop or fill those rows first",
     )
+    where = " (the training column has none)" if categorical else ""
+    return f"column {col!r} has {len(rows)} missing value(s){where} (first rows: {_head(rows)}); {advice}"
 
 
 def _unseen_problem(col: str, rows: np.ndarray) -> str:
+    advice = _advice(
+        [
+            (suggest("unseen='mismatch'", "--unseen", "mismatch"), "treat them as different from every training value"),
+            (suggest("unseen='drop'", "--unseen", "drop"), "drop those rows"),
+        ],
+        "drop those rows or map them to training categories first",
+    )
     return (
         f"column {col!r} has {len(rows)} row(s) with categories never seen in training "
-        f"(first rows: {_head(rows)}); pass unseen='mismatch' (--unseen mismatch) "
-        "to treat them as different from every training value, or unseen='drop'"
+        f"(first rows: {_head(rows)}); {advice}"
     )
+
+
+def _category_check(
+    col: str, canon: np.ndarray, allowed: set[str] | frozenset[str], nan: NanPolicy, unseen: UnseenPolicy, positions
+) -> tuple[list[str], np.ndarray]:
+    """Problems and rows to drop for categories outside ``allowed``.
+
+    A missing cell (``"<NA>"``) in a column whose training values have none is a *missing value*,
+    handled by ``nan`` (error / drop / match: kept, it then matches no training category); any
+    other value outside ``allowed`` is an unseen category, handled by ``unseen``.
+    """
+    outside = ~pd.Series(canon, dtype=object).isin(allowed).to_numpy()
+    missing = outside & (canon == NA_CATEGORY)
+    unseen_mask = outside & ~missing
+    problems: list[str] = []
+    drop = np.zeros(len(canon), dtype=bool)
+    if missing.any():
+        if nan == "error":
+            problems.append(_nan_problem(col, positions[missing], categorical=True))
+        elif nan == "drop":
+            drop |= missing
+    if unseen_mask.any():
+        if unseen == "error":
+            problems.append(_unseen_problem(col, positions[unseen_mask]))
+        elif unseen == "drop":
+            drop |= unseen_mask
+    return problems, drop
 
 
 def validate_table(
@@ -462,9 +568,9 @@ def _validate_raw(
     if missing:
         problems.append(f"missing column(s): {', '.join(map(repr, missing))}")
     if extras and extra == "error":
-        problems.append(
-            f"column(s) not in the training data: {', '.join(map(repr, extras))} (pass extra='ignore' / --ignore-extra to drop them)"
-        )
+        ignore = suggest("extra='ignore'", "--ignore-extra")
+        advice = f"pass {ignore} to drop them" if ignore else "remove them"
+        problems.append(f"column(s) not in the training data: {', '.join(map(repr, extras))} ({advice})")
     if len(table) == 0:
         problems.append("the table is empty (0 rows)")
     if problems:
@@ -503,13 +609,9 @@ def _validate_raw(
         else:
             canon = canonical_categories(s)
             if categories is not None and col in categories:
-                allowed = categories[col]
-                unseen_mask = ~pd.Series(canon, dtype=object).isin(allowed).to_numpy()
-                if unseen_mask.any():
-                    if unseen == "error":
-                        problems.append(_unseen_problem(col, np.flatnonzero(unseen_mask)))
-                    elif unseen == "drop":
-                        drop |= unseen_mask
+                found, bad = _category_check(col, canon, categories[col], nan, unseen, np.arange(len(canon)))
+                problems += found
+                drop |= bad
             out[col] = canon
     if problems:
         raise SchemaError(name, problems)

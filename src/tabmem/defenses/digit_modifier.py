@@ -209,10 +209,12 @@ class DigitModifier:
                 new[outside] = np.clip(vals[ok][outside], lo, hi)
             col = vals.copy()
             col[ok] = new
+            nullable = pd.api.types.is_extension_array_dtype(synthetic[c].dtype)  # Int64 etc. hold missing values
             if integer and not np.isnan(col).any():
                 out[c] = col.astype(synthetic[c].dtype)
             else:
-                out[c] = pd.Series(col, index=synthetic.index).astype(synthetic[c].dtype if not integer else "float64")
+                keep = not integer or nullable  # a NumPy integer column with NaN can only become float64
+                out[c] = pd.Series(col, index=synthetic.index).astype(synthetic[c].dtype if keep else "float64")
         return out
 
     def fit_transform(self, train: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema | None = None) -> pd.DataFrame:

@@ -13,7 +13,8 @@ During training each batch element is conditioned on one category of one discret
 
 The generator is then penalised with the cross-entropy between the mask and its output for column ``i*``
 (:func:`conditional_loss`), so that it learns to honour the condition. At generation time the category is
-drawn with its empirical frequency (not the log), which gives back the data's marginal distribution.
+drawn with its empirical frequency (``training=False``), which gives back the data's marginal distribution,
+or from the training law (``training=True``), as the reference code does (CTGAN's ``sample_conditions``).
 """
 
 from __future__ import annotations

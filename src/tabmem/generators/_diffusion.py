@@ -20,6 +20,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from tabmem.errors import ParameterError
+
 LOG_EPS = 1e-30  # log(one-hot) clamp, as in multinomial diffusion
 LOG_ONEHOT_ZERO = -math.log(LOG_EPS)  # log one-hot = (z - 1) * this
 
@@ -91,7 +93,7 @@ class MixedDiffusion(nn.Module):
     def __init__(self, n_num: int, cat_sizes: Sequence[int], num_timesteps: int, cat_input: str = "log_onehot"):
         super().__init__()
         if cat_input not in ("log_onehot", "onehot"):
-            raise ValueError(f"cat_input must be 'log_onehot' or 'onehot', got {cat_input!r}")
+            raise ParameterError(f"cat_input must be 'log_onehot' or 'onehot', got {cat_input!r}")
         # what the denoiser sees of x_t's categorical part: the reference code feeds log one-hots
         # (0 / log 1e-30 = -69); "onehot" feeds 0/1, an affine reparametrisation of the same input
         # (W log_onehot = 69 W (z - 1)) that trains much faster at small step counts.

@@ -34,6 +34,7 @@ from tabmem.errors import TabmemError
 from tabmem.generators._rng import derive_seed
 
 _BLOCK = 65_536
+NUMERICAL_DECODINGS = ("clip_round", "truncate")
 
 
 @dataclass(frozen=True)
@@ -266,14 +267,23 @@ class ModeSpecificNormalizer:
         matrix: np.ndarray,
         sigmas: np.ndarray | None = None,
         random_state: int | np.random.Generator | None = None,
+        *,
+        clip: bool | None = None,
+        integers: str | None = None,
     ) -> dict[str, np.ndarray]:
         """Decode a matrix to raw numericals (float64) and categorical codes (int64, into ``categories_``).
 
         ``sigmas`` (one per encoded column, TVAE's learned output scale) adds Gaussian noise to each scalar
         before decoding, as TVAE's decoder ``alpha ~ N(tanh(.), sigma)`` prescribes; ``random_state`` seeds it.
         One-hot blocks are decoded by arg-max, so soft outputs (softmax, Gumbel-softmax) are accepted.
+        ``clip`` and ``integers`` (``"round"``, ``"truncate"`` toward zero, or ``"keep"``; applied to
+        integer-valued training columns) override the normaliser's ``clip`` / ``round_integers`` for this call.
         """
         self._check_fitted()
+        clip = self.clip if clip is None else clip
+        integers = ("round" if self.round_integers else "keep") if integers is None else integers
+        if integers not in ("round", "truncate", "keep"):
+            raise TabmemError(f"integers must be 'round', 'truncate' or 'keep', got {integers!r}")
         matrix = np.asarray(matrix)
         if matrix.ndim != 2 or matrix.shape[1] != self.output_dim_:
             raise TabmemError(
@@ -295,10 +305,10 @@ class ModeSpecificNormalizer:
                 alpha = np.clip(alpha, -1.0, 1.0)
                 k = np.argmax(matrix[:, mode_span.start : mode_span.end], axis=1)
                 x = alpha * 4.0 * info.stds[k] + info.means[k]
-                if self.clip:
+                if clip:
                     x = np.clip(x, info.lo, info.hi)
-                if self.round_integers and info.integer:
-                    x = np.round(x)
+                if info.integer and integers != "keep":
+                    x = np.round(x) if integers == "round" else np.trunc(x)
                 data[col] = x
             elif span.role == "category":
                 data[col] = np.argmax(matrix[:, span.start : span.end], axis=1).astype(np.int64)
@@ -463,7 +473,14 @@ class NormalizedSpaceMixin:
         return must_build
 
     def _decode_sample(self, matrix: np.ndarray, sigmas: np.ndarray | None, seed: int) -> pd.DataFrame:
+        """Decode generated rows; ``numerical_decoding`` = ``"clip_round"`` (clip numericals to the training
+        range, round integer columns) or ``"truncate"`` (no clipping, integer columns truncated toward zero:
+        the reference code's output, a plain cast to the training dtype)."""
         norm = self.normalizer_
         assert norm is not None
-        data = norm.decode(matrix, sigmas, random_state=seed)
+        mode = getattr(self, "numerical_decoding", "clip_round")
+        if mode not in NUMERICAL_DECODINGS:
+            raise TabmemError(f"numerical_decoding must be one of {NUMERICAL_DECODINGS}, got {mode!r}")
+        clip, integers = (True, "round") if mode == "clip_round" else (False, "truncate")
+        data = norm.decode(matrix, sigmas, random_state=seed, clip=clip, integers=integers)
         return pd.DataFrame(data, columns=norm.columns_)

@@ -71,7 +71,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from tabmem._checks import check_positive_int, check_random_state
+from tabmem._checks import check_number, check_positive_int, check_random_state
 from tabmem._io import atomic_write
 from tabmem._registry import Registry
 from tabmem.callbacks import CallbackProtocol
@@ -92,6 +92,9 @@ FORMAT = "tabmem-generator"
 #: format 1 (float64 tensors, no category levels) is still read.
 FORMAT_VERSION = 2
 _DEFAULT_SAMPLE_BATCH = 10_000
+#: largest numerical magnitude a generator trains on: every generator normalises columns with
+#: sums of squares or interpolations that overflow float64 beyond about 1e154
+MAX_MAGNITUDE = 1e150
 
 __all__ = [
     "TabularGenerator",
@@ -101,6 +104,8 @@ __all__ = [
     "available_generators",
     "load_generator",
     "resolve_device",
+    "check_magnitudes",
+    "MAX_MAGNITUDE",
 ]
 
 
@@ -139,6 +144,29 @@ def resolve_device(device: str | None) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise TabmemError(f"device={device!r} requested but CUDA is not available on this machine")
     return dev
+
+
+def check_magnitudes(table: ValidatedTable) -> None:
+    """Refuse, up front and naming the column and the first row, numerical values a generator cannot model.
+
+    Beyond :data:`MAX_MAGNITUDE` the normalisations overflow (TVAE/CTGAN's mode-specific
+    normalisation squares values; TabDDPM's quantile inverse interpolates across them), and the
+    failure would otherwise surface after training as infinite synthetic values.
+    """
+    problems = []
+    for col in table.schema.numerical:
+        values = table.data[col].to_numpy(dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            big = np.abs(values) > MAX_MAGNITUDE
+        if big.any():
+            rows = table.data.index.to_numpy()[big]
+            peak = float(np.nanmax(np.abs(values)))
+            problems.append(
+                f"column {col!r} holds values up to {peak:.3g} in magnitude ({int(big.sum())} row(s), first row {rows[0]}); "
+                f"generators model |x| <= {MAX_MAGNITUDE:g}: rescale the column before training"
+            )
+    if problems:
+        raise TabmemError("training table: " + "; ".join(problems))
 
 
 def _atomic_torch_save(obj: Any, path: Path) -> None:
@@ -227,10 +255,19 @@ class TabularGenerator:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
 
+    def check_params(self) -> TabularGenerator:
+        """Check the parameters every generator shares (called by :meth:`fit`; callable before it)."""
+        self._check_common_params()
+        return self
+
     def _check_common_params(self) -> None:
         cls = type(self).__name__
         check_positive_int(f"{cls}: epochs", getattr(self, "epochs", None))
         check_positive_int(f"{cls}: batch_size", getattr(self, "batch_size", 1))
+        if hasattr(self, "lr"):
+            check_number(f"{cls}: lr", self.lr, low=0.0)  # 0 freezes the weights (tests use it)
+        if hasattr(self, "weight_decay"):
+            check_number(f"{cls}: weight_decay", self.weight_decay, low=0.0)
         check_random_state(getattr(self, "random_state", None))
 
     @property
@@ -298,6 +335,7 @@ class TabularGenerator:
         table = validate(train, schema, name="training", nan="error")  # once; a ValidatedTable is used as is
         if len(table) < 2:
             raise TabmemError(f"fit: the training table needs at least 2 rows, got {len(table)}")
+        check_magnitudes(table)
         self.device_ = resolve_device(getattr(self, "device", "auto"))
         self._record_training_meta(table)
 
@@ -504,12 +542,18 @@ class TabularGenerator:
                     p = p / candidate
                     break
         if not p.is_file():
-            raise TabmemError(f"no saved generator at {str(path)!r}")
+            where = " (no model.pt or checkpoint.pt in it)" if Path(path).is_dir() else ""
+            raise TabmemError(f"no saved generator at {str(path)!r}{where}")
         try:
             payload = torch.load(p, map_location="cpu", weights_only=True)
         except Exception as exc:  # noqa: BLE001 - any unreadable file is a user error here
+            # torch's own text runs over many lines (and suggests weights_only=False, which would run
+            # the file's pickled code): one line, with the reason's first line only
+            reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            if "weights_only" in str(exc) or "Unsupported global" in str(exc):
+                reason = "it holds pickled Python objects, which tabmem never loads"
             raise TabmemError(
-                f"{str(p)!r} is not a readable tabmem generator file ({type(exc).__name__}: {exc})"
+                f"{str(p)!r} is not a readable tabmem generator file ({type(exc).__name__}: {reason})"
             ) from None
         if not isinstance(payload, dict) or payload.get("format") != FORMAT:
             raise TabmemError(f"{str(p)!r} is not a tabmem generator file")

@@ -14,6 +14,11 @@ Reference defaults (the paper and its reference code, also the figures behind th
 memorization rates): 300 epochs, batch 500, embedding 128, (256, 256) layers, Adam betas (0.5, 0.9),
 weight decay 1e-6, one critic step per generator step. Choices that differ from the paper's text
 are listed in ``docs/ctgan_tvae.md``.
+
+Two settings: the class defaults generate with the data's category frequencies and BatchNorm's running
+averages (closer marginals, higher Shape/Trend); ``preset="paper"`` generates as the reference code does
+(training-by-sampling conditions, BatchNorm with each generated batch's statistics, critic real rows in
+shuffled order, unclipped numericals), which is what reproduces the published memorization rates.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.generators._conditional import ConditionalSampler
 from tabmem.generators._rng import fork_devices
-from tabmem.generators._transformer import NormalizedSpaceMixin, Span
+from tabmem.generators._transformer import NUMERICAL_DECODINGS, NormalizedSpaceMixin, Span
 from tabmem.generators.base import TabularGenerator, register_generator
 
 __all__ = ["CTGAN"]
@@ -44,8 +49,13 @@ class _Residual(nn.Module):
         self.fc = nn.Linear(d_in, d_out)
         self.bn = nn.BatchNorm1d(d_out)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([x, torch.relu(self.bn(self.fc(x)))], dim=1)
+    def forward(self, x: torch.Tensor, batch_stats: bool = False) -> torch.Tensor:
+        h = self.fc(x)
+        if batch_stats:  # normalise with this batch's statistics; the running averages are left untouched
+            h = nn.functional.batch_norm(h, None, None, self.bn.weight, self.bn.bias, training=True, eps=self.bn.eps)
+        else:
+            h = self.bn(h)
+        return torch.cat([x, torch.relu(h)], dim=1)
 
 
 class _Generator(nn.Module):
@@ -59,8 +69,11 @@ class _Generator(nn.Module):
         layers.append(nn.Linear(d, d_out))
         self.net = nn.Sequential(*layers)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
+    def forward(self, x: torch.Tensor, batch_stats: bool = False) -> torch.Tensor:
+        """``batch_stats``: BatchNorm uses the batch's own statistics even in eval mode."""
+        for layer in self.net:
+            x = layer(x, batch_stats) if isinstance(layer, _Residual) else layer(x)
+        return x
 
 
 class _Critic(nn.Module):
@@ -170,7 +183,9 @@ def _check_positive(name: str, value: Any, *, integer: bool = False, allow_zero:
 class CTGAN(NormalizedSpaceMixin, TabularGenerator):
     """Conditional tabular GAN (Xu et al. 2019) with WGAN-GP and PacGAN, owning its training loop.
 
-    Parameters follow the paper's reference setting; ``batch_size`` must be a multiple of ``pac``.
+    Parameters follow the paper's reference setting; ``preset="paper"`` adds the reference code's
+    generation and critic choices (``critic_pairing``, ``sample_conditions``, ``sample_batch_norm``,
+    ``numerical_decoding``); ``batch_size`` must be a multiple of ``pac``.
     One epoch is ``max(n_train // batch_size, 1)`` steps of ``batch_size`` rows drawn by
     training-by-sampling (the paper's epoch), each step one or more critic updates and one generator
     update. History per epoch: ``loss_d`` (critic loss with penalty), ``loss_g`` (generator loss with
@@ -189,6 +204,21 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         Gumbel-softmax temperature (0.2).
     log_frequency:
         Training-by-sampling with log-frequencies (``False``: raw frequencies).
+    critic_pairing:
+        ``"paired"``: the critic's real row ``i`` carries the condition of fake row ``i``, so each packed
+        real group has the same conditions as the fake group it is interpolated with; ``"shuffled"``:
+        the real rows (with their conditions) come in a random order, as in the reference code.
+    sample_conditions:
+        Condition drawn for each generated row: ``"frequency"`` (column uniform, category with its
+        empirical frequency) or ``"training"`` (the training-by-sampling distribution, log-frequency
+        when ``log_frequency``: what the reference code does).
+    sample_batch_norm:
+        Generator BatchNorm when sampling: ``"running"`` (eval mode, running averages; any chunk size
+        gives the same rows) or ``"batch"`` (statistics of each generated batch of ``batch_size`` rows,
+        as the reference code, which never switches to eval mode).
+    numerical_decoding:
+        ``"clip_round"``: generated numericals clipped to the training range, integer columns rounded;
+        ``"truncate"``: no clipping, integer columns truncated toward zero (the reference code's output).
     max_modes, weight_threshold:
         Mode-specific normalisation: at most 10 modes per numerical column, modes under 0.005 dropped.
     random_state, device:
@@ -200,8 +230,20 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
     >>> synthetic = gen.sample(len(train), random_state=1)               # doctest: +SKIP
     """
 
+    _RESUME_MUTABLE: ClassVar[frozenset[str]] = TabularGenerator._RESUME_MUTABLE | {
+        "sample_conditions",
+        "sample_batch_norm",
+        "numerical_decoding",
+    }
+
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
-        "paper": {},
+        # the reference code's behaviour, behind the published memorization figures (docs/ctgan_tvae.md)
+        "paper": {
+            "critic_pairing": "shuffled",
+            "sample_conditions": "training",
+            "sample_batch_norm": "batch",
+            "numerical_decoding": "truncate",
+        },
         # small networks for tests and demos; same algorithm
         "small": {
             "epochs": 30,
@@ -229,6 +271,10 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         gp_lambda: float = 10.0,
         tau: float = 0.2,
         log_frequency: bool = True,
+        critic_pairing: str = "paired",
+        sample_conditions: str = "frequency",
+        sample_batch_norm: str = "running",
+        numerical_decoding: str = "clip_round",
         max_modes: int = 10,
         weight_threshold: float = 0.005,
         random_state: int | None = None,
@@ -249,6 +295,10 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         self.gp_lambda = gp_lambda
         self.tau = tau
         self.log_frequency = log_frequency
+        self.critic_pairing = critic_pairing
+        self.sample_conditions = sample_conditions
+        self.sample_batch_norm = sample_batch_norm
+        self.numerical_decoding = numerical_decoding
         self.max_modes = max_modes
         self.weight_threshold = weight_threshold
         self.random_state = random_state
@@ -267,6 +317,14 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         _check_positive("discriminator_steps", self.discriminator_steps, integer=True)
         if not (isinstance(self.betas, (list, tuple)) and len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas)):
             raise TabmemError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
+        for name, allowed in (
+            ("critic_pairing", ("paired", "shuffled")),
+            ("sample_conditions", ("frequency", "training")),
+            ("sample_batch_norm", ("running", "batch")),
+            ("numerical_decoding", NUMERICAL_DECODINGS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise TabmemError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.batch_size % self.pac != 0:
             raise TabmemError(f"batch_size ({self.batch_size}) must be a multiple of pac ({self.pac})")
 
@@ -319,16 +377,20 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         norms = grad.reshape(groups, -1).norm(2, dim=1)
         return self.gp_lambda * ((norms - 1) ** 2).mean()
 
-    def _fake(self, n: int, generator: torch.Generator, training: bool) -> tuple[torch.Tensor, torch.Tensor, Any]:
+    def _fake(
+        self, n: int, generator: torch.Generator, training: bool, batch_stats: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, Any]:
         """Raw generator output, its condition tensor and the condition batch."""
         if training:
             cond = self.sampler_.sample_condition(n, self.rng_, training=True)
-        else:  # generation-time conditions with the data's frequencies, from the sampling stream
+        else:  # generation-time conditions (see ``sample_conditions``), from the sampling stream
             seed = int(torch.randint(0, 2**62, (1,), generator=generator, device=generator.device).item())
-            cond = self.sampler_.sample_condition(n, np.random.default_rng(seed), training=False)
+            cond = self.sampler_.sample_condition(
+                n, np.random.default_rng(seed), training=self.sample_conditions == "training"
+            )
         c = torch.from_numpy(cond.cond).to(self.device_)
         z = torch.randn(n, self.embedding_dim, generator=generator, device=self.device_)
-        raw = self.generator_(torch.cat([z, c], dim=1))
+        raw = self.generator_(torch.cat([z, c], dim=1), batch_stats=batch_stats)
         return raw, c, cond
 
     def _train_epoch(self, epoch: int) -> dict[str, float]:
@@ -347,6 +409,8 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
                 rows = torch.from_numpy(self.sampler_.sample_rows(cond, self.rng_)).to(self.device_)
                 real = data[rows]
                 real_in = torch.cat([real, c], dim=1)
+                if self.critic_pairing == "shuffled":  # real packs no longer mirror the fake packs' conditions
+                    real_in = real_in[torch.from_numpy(self.rng_.permutation(bs)).to(self.device_)]
                 fake_in = torch.cat([fake, c], dim=1)
                 loss_d = self.critic_(fake_in).mean() - self.critic_(real_in).mean()
                 penalty = self._gradient_penalty(real_in, fake_in)
@@ -372,9 +436,18 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
     def _sample_clean(self, n: int, generator: torch.Generator) -> pd.DataFrame:
         norm = self.normalizer_
         assert norm is not None
-        # BatchNorm in eval mode uses running statistics, so any chunk size gives the same rows
-        raw, _, _ = self._fake(n, generator, training=False)
-        out = self._ops.activate(raw, self.tau, generator)  # Gumbel-max: arg-max = a softmax draw
+        # Gumbel-max decoding: the arg-max of a Gumbel-softmax block is a draw from its softmax
+        if self.sample_batch_norm == "running":
+            # BatchNorm in eval mode uses running statistics, so any chunk size gives the same rows
+            raw, _, _ = self._fake(n, generator, training=False)
+            out = self._ops.activate(raw, self.tau, generator)
+        else:  # whole batches of batch_size rows, each normalised with its own statistics, the surplus dropped
+            bs = int(self.batch_size)
+            chunks = []
+            for _ in range(-(-n // bs)):
+                raw, _, _ = self._fake(bs, generator, training=False, batch_stats=True)
+                chunks.append(self._ops.activate(raw, self.tau, generator))
+            out = torch.cat(chunks)[:n]
         return self._decode_sample(out.cpu().numpy(), None, 0)
 
     # ------------------------------------------------------------------ state

@@ -31,7 +31,7 @@ from torch import nn
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.generators._rng import fork_devices
-from tabmem.generators._transformer import NormalizedSpaceMixin
+from tabmem.generators._transformer import NUMERICAL_DECODINGS, NormalizedSpaceMixin
 from tabmem.generators.base import TabularGenerator, register_generator
 from tabmem.generators.ctgan import _check_dims, _check_positive
 
@@ -89,6 +89,9 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
         Adam learning rate (1e-3), weight decay (1e-5) and the weight of the reconstruction term (2).
     discrete_sampling:
         ``"argmax"`` (reference code) or ``"sample"`` (paper) decoding of mode and category blocks.
+    numerical_decoding:
+        ``"clip_round"``: generated numericals clipped to the training range, integer columns rounded;
+        ``"truncate"``: no clipping, integer columns truncated toward zero (the reference code's output).
     max_modes, weight_threshold:
         Mode-specific normalisation: at most 10 modes per numerical column, modes under 0.005 dropped.
     random_state, device:
@@ -100,8 +103,14 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
     >>> synthetic = gen.sample(len(train), random_state=1)              # doctest: +SKIP
     """
 
+    _RESUME_MUTABLE: ClassVar[frozenset[str]] = TabularGenerator._RESUME_MUTABLE | {
+        "discrete_sampling",
+        "numerical_decoding",
+    }
+
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
-        "paper": {},
+        # the reference code's output: unclipped numericals, integers truncated (docs/ctgan_tvae.md)
+        "paper": {"numerical_decoding": "truncate"},
         "small": {"epochs": 30, "embedding_dim": 64, "compress_dims": (64, 64), "decompress_dims": (64, 64)},
     }
 
@@ -117,6 +126,7 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
         weight_decay: float = 1e-5,
         loss_factor: float = 2.0,
         discrete_sampling: str = "argmax",
+        numerical_decoding: str = "clip_round",
         max_modes: int = 10,
         weight_threshold: float = 0.005,
         random_state: int | None = None,
@@ -131,6 +141,7 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
         self.weight_decay = weight_decay
         self.loss_factor = loss_factor
         self.discrete_sampling = discrete_sampling
+        self.numerical_decoding = numerical_decoding
         self.max_modes = max_modes
         self.weight_threshold = weight_threshold
         self.random_state = random_state
@@ -146,6 +157,10 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
         _check_positive("weight_decay", self.weight_decay, allow_zero=True)
         if self.discrete_sampling not in ("argmax", "sample"):
             raise TabmemError(f"discrete_sampling must be 'argmax' or 'sample', got {self.discrete_sampling!r}")
+        if self.numerical_decoding not in NUMERICAL_DECODINGS:
+            raise TabmemError(
+                f"numerical_decoding must be one of {NUMERICAL_DECODINGS}, got {self.numerical_decoding!r}"
+            )
 
     def _build(self, train_clean: pd.DataFrame, schema: Schema) -> None:
         self._check_params()

@@ -2,9 +2,17 @@
 
 A synthetic row x is a *replica* (memorized) when ``r(x) = d(x, NN1) / d(x, NN2) < threshold``
 (1/3 in the papers: Yoon et al. 2023, Gu et al. 2023, Fang et al. 2024), with NN1/NN2 its
-nearest and second-nearest training rows. ``d1 = d2 = 0`` gives a NaN ratio that is *not* a
-replica (faithful to the papers' code; exact duplicates inside the training table can never be
-flagged that way).
+nearest and second-nearest training rows.
+
+Undefined ratios. ``d1 = d2 = 0`` (a copy of a row that is duplicated in the training table)
+and a one-row training table (``d2`` does not exist) leave the ratio undefined. The papers'
+rule (``duplicates="papers"``, the default, for reproduction) gives them a NaN ratio that is
+*not* a replica: a table of 100% exact copies of duplicated rows scores 0%. Every result
+therefore also reports ``exact_copy_rate`` (rows identical to a training row, whatever the
+ratio; :mod:`tabmem.memorization.copies`) with its holdout baseline, and the number of undefined
+ratios with a warning; ``duplicates="replica"`` counts a row identical to a training row as a
+replica (its ratio is taken as 0, the limit of a copy). Rare-value leakage (training values that
+occur in fewer than ``rare_k`` rows, found in the synthetic table) is reported next to them.
 
 :class:`ReplicaDetector` is fitted once on the training table (all training-only work is done
 there) and then scores any number of synthetic tables, e.g. at every training epoch.
@@ -13,19 +21,28 @@ there) and then scores any number of synthetic tables, e.g. at every training ep
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from tabmem._checks import check_n_jobs, check_number, check_positive_int
+from tabmem._checks import check_choice, check_int, check_n_jobs, check_number, check_positive_int
+from tabmem._io import write_frame, write_json
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, validate
-from tabmem.errors import NotFittedError
-from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET, kneighbors
-from tabmem.neighbors.distances import Distance, get_distance
+from tabmem.errors import NotFittedError, suggest
+from tabmem.memorization.copies import ExactCopies, RareValueCounts, RareValues
+from tabmem.memorization.uncertainty import proportion_ci, proportion_difference_ci
+from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET
+from tabmem.neighbors.distances import Distance
+from tabmem.neighbors.index import NeighborIndex
 
 TRAPZ10_GRID = np.linspace(0.0, 1.0, 10)
+DUPLICATES = ("papers", "replica")
+#: resamples and confidence of the bootstrap intervals in :meth:`ReplicaResult.summary`
+N_BOOTSTRAP = 2000
+CONFIDENCE = 0.95
 
 
 def memorization_rate(ratio: np.ndarray, threshold: float = 1 / 3) -> float:
@@ -71,11 +88,14 @@ def gini(values: np.ndarray) -> float:
 class ReplicaResult:
     """Per-synthetic-row neighbours and ratios, with the aggregates derived from them."""
 
-    table: pd.DataFrame  # synthetic_row, nn1, nn2, d1, d2, ratio, is_replica
+    table: pd.DataFrame  # synthetic_row, nn1, nn2, d1, d2, ratio, is_replica, exact_copy, rare_value
     n_train: int
     threshold: float
     distance: str
     holdout: "ReplicaResult | None" = field(default=None, repr=False)
+    duplicates: str = "papers"
+    n_undefined_ratio: int = 0  # ratios d1/d2 that are undefined (before the duplicates rule)
+    rare: RareValueCounts | None = field(default=None, repr=False)
 
     # ---------------------------------------------------------------- dataset
     @property
@@ -97,6 +117,36 @@ class ReplicaResult:
     @property
     def mem_auc_trapz10(self) -> float:
         return mem_auc_trapz10(self.ratio)
+
+    @property
+    def exact_copy_rate(self) -> float:
+        """Share of rows identical, in every column, to some training row (any ratio)."""
+        if "exact_copy" not in self.table or len(self.table) == 0:
+            return float("nan")
+        return float(self.table["exact_copy"].mean())
+
+    def warnings(self) -> list[str]:
+        """What a reader of the numbers must know: undefined ratios and how they were counted."""
+        n = self.n_undefined_ratio
+        if not n:
+            return []
+        why = (
+            "the training table has one row, so there is no second neighbour"
+            if self.n_train < 2
+            else "d1 = d2 = 0: copies of rows that are duplicated in the training table"
+        )
+        if self.duplicates == "replica":
+            counted = n - int(self.table["ratio"].isna().sum())
+            return [
+                f"{n} synthetic row(s) have an undefined ratio d1/d2 ({why}); {counted} of them are exact copies "
+                "of training rows and are counted as replicas (the papers' rule would not count them)"
+            ]
+        flag = suggest("duplicates='replica'", "--duplicates", "replica")
+        advice = f"; pass {flag} to count exact copies as replicas" if flag else ""
+        return [
+            f"{n} synthetic row(s) have an undefined ratio d1/d2 ({why}); the papers' rule counts them as not "
+            f"memorized, while the exact-copy rate is {100 * self.exact_copy_rate:.2f}%{advice}"
+        ]
 
     # ------------------------------------------------------------- per record
     @property
@@ -131,8 +181,19 @@ class ReplicaResult:
         out["gini"] = gini(counts)
         return out
 
-    def summary(self) -> dict[str, object]:
-        """The headline numbers (the keys of ``summary.json``)."""
+    def summary(
+        self, *, n_bootstrap: int = N_BOOTSTRAP, confidence: float = CONFIDENCE, random_state: int = 0
+    ) -> dict[str, object]:
+        """The headline numbers (the keys of ``summary.json``).
+
+        ``*_ci`` keys are percentile-bootstrap intervals (``confidence``, ``n_bootstrap``
+        resamples; :mod:`tabmem.memorization.uncertainty`): synthetic and holdout rows are
+        resampled independently, and the excess memorization's interval is that of the
+        difference of the two resampled rates. Same ``random_state``, same intervals;
+        ``n_bootstrap=0`` gives no interval (null).
+        """
+        boot = {"n_bootstrap": n_bootstrap, "confidence": confidence, "random_state": random_state}
+        k, n = int(self.table["is_replica"].sum()), self.n_synthetic
         s: dict[str, object] = {
             "n_train": self.n_train,
             "n_synthetic": self.n_synthetic,
@@ -143,14 +204,71 @@ class ReplicaResult:
             "mem_auc_trapz10": self.mem_auc_trapz10,
             "n_replicas": int(self.table["is_replica"].sum()),
             "n_nan_ratio": int(self.table["ratio"].isna().sum()),
+            "n_undefined_ratio": int(self.n_undefined_ratio),
+            "duplicates": self.duplicates,
+            "exact_copy_rate": self.exact_copy_rate,
+            "n_exact_copies": int(self.table["exact_copy"].sum()) if "exact_copy" in self.table else None,
             "heavy_tail": self.heavy_tail(),
+            "memorization_rate_ci": list(proportion_ci(k, n, **boot)),
+            "confidence": confidence,
+            "n_bootstrap": n_bootstrap,
         }
+        if self.rare is not None:
+            s["rare_value_leakage"] = self.rare.rate
+            s["rare_values"] = {
+                "k": self.rare.k,
+                "n_rare_values": self.rare.n_rare_values,
+                "n_leaked": self.rare.n_leaked,
+            }
         if self.holdout is not None:
-            s["n_holdout"] = self.holdout.n_synthetic
-            s["holdout_memorization_rate"] = self.holdout.memorization_rate
-            s["holdout_mem_auc"] = self.holdout.mem_auc
-            s["excess_memorization"] = self.memorization_rate - self.holdout.memorization_rate
+            h = self.holdout
+            kh, nh = int(h.table["is_replica"].sum()), h.n_synthetic
+            s["n_holdout"] = nh
+            s["holdout_memorization_rate"] = h.memorization_rate
+            s["holdout_mem_auc"] = h.mem_auc
+            s["excess_memorization"] = self.memorization_rate - h.memorization_rate
+            s["holdout_memorization_rate_ci"] = list(proportion_ci(kh, nh, **boot))
+            s["excess_memorization_ci"] = list(proportion_difference_ci(k, n, kh, nh, **boot))
+            s["holdout_exact_copy_rate"] = h.exact_copy_rate
+            s["excess_exact_copy_rate"] = self.exact_copy_rate - h.exact_copy_rate
+            if self.rare is not None and h.rare is not None:
+                s["holdout_rare_value_leakage"] = h.rare.rate
+                s["excess_rare_value_leakage"] = self.rare.rate - h.rare.rate
+                s["rare_values"]["n_in_holdout"] = h.rare.n_leaked
+        s["warnings"] = self.warnings()
         return s
+
+    def rare_values(self) -> pd.DataFrame:
+        """Per column: rare training values, how many distinct ones the synthetic (and holdout) rows hold, in how many rows.
+
+        Counts only, never the values themselves.
+        """
+        if self.rare is None:
+            return pd.DataFrame(columns=["column", "kind", "n_rare", "n_leaked", "rows"])
+        table = self.rare.per_column.copy()
+        if self.holdout is not None and self.holdout.rare is not None:
+            h = self.holdout.rare.per_column
+            table["holdout_n_leaked"] = h["n_leaked"].to_numpy()
+            table["holdout_rows"] = h["rows"].to_numpy()
+        return table
+
+    def save(self, out_dir: str | Path, extra: dict[str, Any] | None = None, **summary_options: Any) -> dict[str, Any]:
+        """Write the ``tabmem audit`` layout into ``out_dir``; returns the summary.
+
+        ``summary.json`` (:meth:`summary` with ``summary_options`` — ``n_bootstrap``,
+        ``confidence``, ``random_state`` — plus ``extra``), ``replicas.csv`` (one row per synthetic
+        row), ``records.csv`` (one row per training record) and ``rare_values.csv`` (per column):
+        positions and counts, no values.
+        """
+        out = Path(out_dir)
+        summary = self.summary(**summary_options)
+        if extra:
+            summary.update(extra)
+        write_json(out / "summary.json", summary)
+        write_frame(out / "replicas.csv", self.table)
+        write_frame(out / "records.csv", self.records())
+        write_frame(out / "rare_values.csv", self.rare_values())
+        return summary
 
 
 class ReplicaDetector:
@@ -168,8 +286,16 @@ class ReplicaDetector:
         ``"drop"`` (scored tables only: drop those rows, ids stay file positions) or ``"match"``.
     memory_budget:
         Bytes of working memory for the blocked search (default 1 GiB), whatever the sizes.
+    duplicates:
+        Rows whose ratio is undefined (module docstring): ``"papers"`` (default) counts them as not
+        memorized; ``"replica"`` counts a row identical to a training row as a replica.
+    rare_k:
+        Rare-value leakage counts training values that occur in fewer than ``rare_k`` rows
+        (default 2: values that occur once).
     n_jobs:
-        Worker threads (default: all cores).
+        Worker threads of the search: ``None`` (default) every CPU this process may use,
+        ``k`` workers, ``-1`` all, ``-k`` all but ``k - 1`` (the library's one rule,
+        :class:`~tabmem.neighbors.NeighborIndex`).
     """
 
     def __init__(
@@ -180,27 +306,54 @@ class ReplicaDetector:
         nan: NanPolicy = "error",
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         n_jobs: int | None = None,
+        duplicates: str = "papers",
+        rare_k: int = 2,
     ) -> None:
         self.distance = distance
         self.threshold = threshold
         self.nan = nan
         self.memory_budget = memory_budget
         self.n_jobs = n_jobs
+        self.duplicates = duplicates
+        self.rare_k = rare_k
 
     def fit(self, train: pd.DataFrame | ValidatedTable, schema: Schema | None = None) -> "ReplicaDetector":
         """Learn everything that depends only on the training table (encodings, norms)."""
         check_number("threshold", self.threshold, low=0.0, high=1.0, low_open=True)
         check_n_jobs(self.n_jobs)
         check_positive_int("memory_budget", self.memory_budget)
+        check_choice("duplicates", self.duplicates, DUPLICATES)
+        check_int("rare_k", self.rare_k, low=2)
         if schema is None:
             schema = train.schema if isinstance(train, ValidatedTable) else Schema.infer(train)
         self.schema_ = schema
         fit_nan: NanPolicy = "match" if self.nan in ("match", "drop") else "error"
         checked = validate(train, schema, name="training", nan=fit_nan)
         self.encoder_ = TableEncoder(schema).fit(checked, nan=fit_nan)
-        self.distance_: Distance = get_distance(self.distance).fit(encoder=self.encoder_, clean=checked.data)
+        self.index_ = NeighborIndex(
+            self.distance, n_jobs=self.n_jobs, memory_budget=self.memory_budget, nan=fit_nan
+        ).fit(checked, encoder=self.encoder_, clean=checked.data)
+        self.distance_: Distance = self.index_.distance_
         self.n_train_ = len(checked)
+        self.copies_ = ExactCopies().fit(checked.data, schema)
+        self.rare_ = RareValues(self.rare_k).fit(checked.data, schema)
+        self.training_table_ = checked  # the validated training table, for analyses that need its rows
         return self
+
+    def validate(
+        self,
+        table: pd.DataFrame | ValidatedTable,
+        *,
+        name: str = "synthetic",
+        nan: NanPolicy | None = None,
+        unseen: UnseenPolicy = "error",
+        extra: str = "error",
+    ) -> ValidatedTable:
+        """``table`` validated as :meth:`score` validates it (training schema and categories), once:
+        pass the result to :meth:`score` and to other analyses so that it is not validated again."""
+        if not hasattr(self, "index_"):
+            raise NotFittedError("ReplicaDetector is not fitted: call fit(train, schema) first")
+        return self.index_.validate(table, name=name, nan=nan or self.nan, unseen=unseen, extra=extra)  # type: ignore[arg-type]
 
     def score(
         self,
@@ -221,19 +374,21 @@ class ReplicaDetector:
         if not hasattr(self, "distance_"):
             raise NotFittedError("ReplicaDetector is not fitted: call fit(train, schema) first")
         nan = nan or self.nan
-        clean = self.encoder_.validate(synthetic, name=name, nan=nan, unseen=unseen, extra=extra)
-        queries = self.distance_.prepare(clean)
-        idx, dist = kneighbors(
-            self.distance_, queries, k=2, n_jobs=self.n_jobs, memory_budget=self.memory_budget, progress=progress
-        )
+        clean = self.index_.validate(synthetic, name=name, nan=nan, unseen=unseen, extra=extra)
+        idx, dist = self.index_.kneighbors(clean, k=2, progress=progress)
         d1, d2 = dist[:, 0], dist[:, 1]
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = d1 / d2
         ratio = np.where((d1 == 0) & (d2 == 0), np.nan, ratio)
         if self.n_train_ < 2:
             ratio = np.full(len(d1), np.nan)
+        exact = self.copies_.match(clean.data)
+        undefined = int(np.isnan(ratio).sum())
+        if self.duplicates == "replica":
+            ratio = np.where(np.isnan(ratio) & exact, 0.0, ratio)  # a copy: the limit d1/d2 -> 0
         with np.errstate(invalid="ignore"):
             is_replica = ratio < self.threshold
+        rare = self.rare_.score(clean.data)
         table = pd.DataFrame(
             {
                 "synthetic_row": clean.index.to_numpy(),
@@ -243,9 +398,13 @@ class ReplicaDetector:
                 "d2": d2,
                 "ratio": ratio,
                 "is_replica": is_replica,
+                "exact_copy": exact,
+                "rare_value": rare.rows,
             }
         )
         hold = None
         if holdout is not None:
             hold = self.score(holdout, nan=nan, unseen=unseen, extra=extra, name="holdout", progress=progress)
-        return ReplicaResult(table, self.n_train_, float(self.threshold), self.distance, hold)
+        return ReplicaResult(
+            table, self.n_train_, float(self.threshold), self.distance, hold, self.duplicates, undefined, rare
+        )

@@ -139,8 +139,7 @@ class MemorizationTracker(Callback):
             return None
         t0 = time.perf_counter()
         n = int(self.n_samples or gen.n_train_)
-        seed = int(np.random.SeedSequence([self.random_state, epoch]).generate_state(1)[0])
-        synthetic = gen.sample(n, random_state=seed)
+        synthetic = gen.sample(n, random_state=self.sample_seed(epoch))
         t1 = time.perf_counter()
         result = self.detector_.score(synthetic)
         t2 = time.perf_counter()
@@ -178,6 +177,14 @@ class MemorizationTracker(Callback):
         logs["mem_rate"] = row["memorization_rate"]
         logs["mem_auc"] = row["mem_auc"]
         return None
+
+    def sample_seed(self, epoch: int) -> int:
+        """The seed of the sample drawn at ``epoch`` (a function of ``random_state`` and the epoch only)."""
+        return int(np.random.SeedSequence([self.random_state, int(epoch)]).generate_state(1)[0])
+
+    def tracks(self, epoch: int, epochs: int) -> bool:
+        """Whether ``epoch`` of a run of ``epochs`` epochs is tracked."""
+        return epoch % self.every == 0 or (self.track_last and epoch == epochs)
 
     # -------------------------------------------------------------- storage
     def _open_store(self, start: int) -> None:

@@ -27,15 +27,19 @@ import numpy as np
 import pandas as pd
 from sklearn.neighbors import NearestNeighbors
 
+from tabmem._checks import check_n_jobs
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics._encode import features
-from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
-from tabmem.neighbors.blocked import kneighbors
-from tabmem.neighbors.distances import L2Distance, Queries
+from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
+from tabmem.neighbors.distances import L2Distance, Queries, norm_rows
+from tabmem.neighbors.index import NeighborIndex
 
 N_ALPHAS = 30
+
+
+_TAME = 2.0**40  # feature magnitude beyond which a row is evaluated exactly (as in L2Distance)
 
 
 class _FeatureL2(L2Distance):
@@ -45,8 +49,13 @@ class _FeatureL2(L2Distance):
 
     def prepare(self, clean: pd.DataFrame, *, fitting: bool = False) -> Queries:
         enc = self.encoder_
-        feats = features(enc, clean, "range")
-        sq = np.einsum("ij,ij->i", feats, feats)
+        with np.errstate(over="ignore", invalid="ignore"):
+            feats = features(enc, clean, "range")
+        # rows far outside the real range (a synthetic 1e308) take the exact path, as in L2Distance
+        absmax = np.abs(feats).max(axis=1) if feats.shape[1] else np.zeros(len(feats))
+        tame = np.isfinite(absmax) & (absmax <= _TAME)
+        fast = feats if tame.all() else np.where(tame[:, None], feats, 0.0)
+        sq = np.einsum("ij,ij->i", fast, fast)
         n_num = len(enc.schema.numerical)
         q = Queries(
             num=feats[:, :n_num],
@@ -55,10 +64,11 @@ class _FeatureL2(L2Distance):
             codes=enc.codes(clean),
         )
         q.feats, q.sq = feats, sq  # type: ignore[attr-defined]
+        q.tame = tame
         if fitting:
-            q.aug = np.column_stack([feats, np.ones(len(feats)), sq]).astype(np.float32)
+            q.aug = np.column_stack([fast, np.ones(len(feats)), sq]).astype(np.float32)
         else:
-            q.aug = np.column_stack([-2.0 * feats, sq, np.ones(len(feats))]).astype(np.float32)
+            q.aug = np.column_stack([-2.0 * fast, sq, np.ones(len(feats))]).astype(np.float32)
         return q
 
 
@@ -70,14 +80,24 @@ def _sklearn_neighbors(x: np.ndarray, y: np.ndarray, n_jobs: int | None) -> tupl
 
 
 def _blocked_neighbors(
-    encoder: TableEncoder, real: pd.DataFrame, synthetic: pd.DataFrame, n_jobs: int
+    encoder: TableEncoder, real: pd.DataFrame, synthetic: pd.DataFrame, n_jobs: int | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    on_real = _FeatureL2().fit(encoder=encoder, clean=real)
-    q_real = on_real.prepare(real)
-    _, d_rr = kneighbors(on_real, q_real, k=2, n_jobs=n_jobs)
-    on_syn = _FeatureL2().fit(encoder=encoder, clean=synthetic)
-    idx, d_rs = kneighbors(on_syn, on_syn.prepare(real), k=1, n_jobs=n_jobs)
+    """Exact neighbours on the real-table features: real->real (2nd, counting itself) and real->synthetic."""
+    on_real = NeighborIndex(_FeatureL2(), n_jobs=n_jobs).fit(None, encoder=encoder, clean=real)
+    _, d_rr = on_real.kneighbors(on_real.distance_.prepare(real), k=2)
+    on_syn = NeighborIndex(_FeatureL2(), n_jobs=n_jobs).fit(None, encoder=encoder, clean=synthetic)
+    idx, d_rs = on_syn.kneighbors(on_syn.distance_.prepare(real), k=1)
     return d_rr[:, 1], d_rs[:, 0], idx[:, 0]
+
+
+def _norms(diff: np.ndarray) -> np.ndarray:
+    """Row norms: ``np.linalg.norm``'s bits, and overflow-free where its squares overflow (values near 1e300)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.linalg.norm(diff, axis=1)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        out[bad] = norm_rows(diff[bad])
+    return out
 
 
 def alpha_beta_naive(
@@ -97,12 +117,12 @@ def alpha_beta_naive(
         raise TabmemError("alpha-precision/beta-recall need at least 2 real rows and 1 synthetic row")
     alphas = np.linspace(0.0, 1.0, N_ALPHAS)
     center = x.mean(axis=0)
-    radii = np.quantile(np.linalg.norm(x - center, axis=1), alphas)
-    syn_to_center = np.linalg.norm(y - center, axis=1)
+    radii = np.quantile(_norms(x - center), alphas)
+    syn_to_center = _norms(y - center)
     precision_curve = (syn_to_center[None, :] <= radii[:, None]).mean(axis=1)
 
     real_to_real, real_to_syn, idx = _sklearn_neighbors(x, y, n_jobs) if neighbors is None else neighbors
-    closest_to_syn_center = np.linalg.norm(y[idx] - y.mean(axis=0), axis=1)
+    closest_to_syn_center = _norms(y[idx] - y.mean(axis=0))
     q = np.quantile(closest_to_syn_center, alphas)
     covered = real_to_syn <= real_to_real
     coverage_curve = (covered[None, :] & (closest_to_syn_center[None, :] <= q[:, None])).mean(axis=1)
@@ -132,11 +152,11 @@ class AlphaPrecision(Metric):
     goal = "maximize"
     bounds = (0.0, 1.0)
 
-    def __init__(self, n_jobs: int = 1) -> None:
+    def __init__(self, n_jobs: int | None = 1) -> None:
         self.n_jobs = n_jobs
 
     def _run(self, real, synthetic, schema) -> dict[str, object]:
-        check_positive_int("n_jobs", self.n_jobs)
+        check_n_jobs(self.n_jobs)
         prep, _ = prepare_tables(real, synthetic, schema, nan="error")
         if len(prep.real) < 2:
             raise TabmemError("alpha-precision/beta-recall need at least 2 real rows")

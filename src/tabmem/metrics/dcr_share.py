@@ -25,11 +25,14 @@ import numpy as np
 import pandas as pd
 from scipy.linalg.blas import sgemm
 
+from tabmem._checks import check_n_jobs
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
-from tabmem.neighbors.blocked import kneighbors
 from tabmem.neighbors.distances import EPS32, Block, Distance, Queries
+from tabmem.neighbors.index import NeighborIndex
+
+_TAME = 2.0**40  # magnitude (in training ranges) beyond which a query row is evaluated exactly
 
 
 class TabSynL1Distance(Distance):
@@ -45,9 +48,14 @@ class TabSynL1Distance(Distance):
             enc.one_hot(clean, dtype=np.float32) if enc.schema.categorical else np.zeros((len(clean), 0), np.float32)
         )
         q = Queries(num=num, miss=np.isnan(num), onehot=onehot, codes=enc.codes(clean))
-        q.aug = num.astype(np.float32)
+        # rows far outside the training range (a synthetic 1e308) cannot be bounded in float32:
+        # they take the exact float64 path against every reference row (as L2Distance's)
+        absmax = np.abs(num).max(axis=1) if num.shape[1] else np.zeros(len(num))
+        q.tame = np.isfinite(absmax) & (absmax <= _TAME)
+        fast = num if q.tame.all() else np.where(q.tame[:, None], num, 0.0)
+        q.aug = fast.astype(np.float32)
         q.ones = onehot.sum(axis=1).astype(np.float32)  # type: ignore[attr-defined]
-        q.abs_sum = np.abs(num).sum(axis=1)  # type: ignore[attr-defined]
+        q.abs_sum = np.abs(fast).sum(axis=1)  # type: ignore[attr-defined]
         return q
 
     def _fit_extra(self) -> None:
@@ -75,6 +83,10 @@ class TabSynL1Distance(Distance):
         n_terms = k + 2
         scale = q.abs_sum[rows] + self._ref_abs_max + q.ones[rows] + 2.0 * self.n_cat_total + 1.0  # type: ignore[attr-defined]
         margin = (4.0 * n_terms + 8.0) * EPS32 * scale
+        if q.tame is not None and not q.tame[rows].all():
+            wild = ~q.tame[rows]
+            margin = np.where(wild, np.inf, margin)
+            key[wild] = 0.0
         qi = np.arange(rows.start, rows.start + n_rows)
 
         def exact(local_rows: np.ndarray, refs: np.ndarray) -> np.ndarray:
@@ -86,19 +98,23 @@ class TabSynL1Distance(Distance):
         return Block(key=key, margin=margin, exact=exact, key_to_distance=identity, distance_to_key=identity)
 
     def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
-        num = np.abs(q.num[q_idx] - self.ref_.num[r_idx]).sum(axis=1)
+        with np.errstate(over="ignore"):
+            num = np.abs(q.num[q_idx] - self.ref_.num[r_idx]).sum(axis=1)
         qo, ro = q.onehot[q_idx].astype(np.float64), self.ref_.onehot[r_idx].astype(np.float64)
         return num + np.abs(qo - ro).sum(axis=1)
 
 
 def nearest_l1(
-    encoder, reference: pd.DataFrame, queries: pd.DataFrame, *, n_jobs: int = 1, block_rows: int | None = None
+    encoder, reference: pd.DataFrame, queries: pd.DataFrame, *, n_jobs: int | None = 1, block_rows: int | None = None
 ) -> np.ndarray:
-    """Exact ``min_r ||q - r||_1`` (TabSyn encoding, ``encoder``'s training ranges) per query row."""
+    """Exact ``min_r ||q - r||_1`` (TabSyn encoding, ``encoder``'s training ranges) per query row.
+
+    ``reference`` and ``queries`` are clean (validated) frames; they are not validated again.
+    """
     if len(reference) == 0:
         raise TabmemError("the reference table is empty")
-    dist = TabSynL1Distance().fit(encoder=encoder, clean=reference)
-    _, d = kneighbors(dist, dist.prepare(queries), k=1, n_jobs=n_jobs, block_rows=block_rows)
+    index = NeighborIndex(TabSynL1Distance(), n_jobs=n_jobs).fit(None, encoder=encoder, clean=reference)
+    _, d = index.kneighbors(index.distance_.prepare(queries), k=1, block_rows=block_rows)
     return d[:, 0]
 
 
@@ -112,7 +128,7 @@ class DCRShare(Metric):
     needs = ("holdout",)
     ideal = 0.5
 
-    def __init__(self, n_jobs: int = 1, block_rows: int | None = None) -> None:
+    def __init__(self, n_jobs: int | None = 1, block_rows: int | None = None) -> None:
         self.n_jobs = n_jobs
         self.block_rows = block_rows
 
@@ -129,7 +145,7 @@ class DCRShare(Metric):
             raise TabmemError(
                 "dcr_share needs a holdout table (real rows not used for training; same size as the training table)"
             )
-        check_positive_int("n_jobs", self.n_jobs)
+        check_n_jobs(self.n_jobs)
         check_positive_int("block_rows", self.block_rows, allow_none=True)
         prep, extra = prepare_tables(real, synthetic, schema, nan="error", extra_tables={"holdout": holdout})
         hold = extra["holdout"]

@@ -17,6 +17,11 @@ Estimators:
 LevAtt brief §2.8): the *biased* V-statistic with ``exp(-gamma ||a-b||^2)``, ``gamma = 1`` on
 **raw** numerical values plus one-hot. It is scale-dependent: on columns with large ranges
 every cross kernel is ~0 and the value collapses to ~``1/n + 1/m`` whatever the data.
+
+Extreme magnitudes: when a row's squared norm in the encoding overflows float64 (a value near
+1e154 real standard deviations or more), the kernel cannot be evaluated; the metric then raises
+a :class:`~tabmem.errors.TabmemError` naming the column (``quality_report`` lists it under
+``skipped`` with that reason) instead of returning NaN.
 """
 
 from __future__ import annotations
@@ -114,6 +119,24 @@ def mmd2_linear(x: np.ndarray, y: np.ndarray, gamma: float) -> float:
     return float(np.mean(k(x1, x2) + k(y1, y2) - k(x1, y2) - k(x2, y1)))
 
 
+def _check_finite_norms(matrices: dict[str, np.ndarray], schema: Schema, numeric: str) -> None:
+    """Raise, naming the column, when a squared row norm of an encoding is not finite."""
+    for name, m in matrices.items():
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq = np.einsum("ij,ij->i", m, m)
+        if np.isfinite(sq).all():
+            continue
+        n_num = len(schema.numerical)
+        peaks = np.abs(m[:, :n_num]).max(axis=0, initial=0.0) if n_num else np.zeros(0)
+        j = int(np.argmax(np.where(np.isfinite(peaks), peaks, np.inf))) if n_num else 0
+        unit = "real standard deviations" if numeric == "standardized" else "raw units"
+        col = schema.numerical[j] if n_num else "?"
+        raise TabmemError(
+            f"column {col!r} of the {name} table reaches {peaks[j]:.3g} {unit}: squared distances overflow float64, "
+            "so the kernel is undefined (rescale or clip the column)"
+        )
+
+
 @register_metric
 class MMD(Metric):
     """RBF-kernel MMD^2 between real and synthetic (lower is better; 0 = same distribution).
@@ -163,8 +186,10 @@ class MMD(Metric):
         rng = check_random_state(self.random_state)
         prep, _ = prepare_tables(real, synthetic, schema, nan="error")
         numeric = "raw" if self.mode == "paper" else "standardized"
-        x = features(prep.encoder, prep.real, numeric)
-        y = features(prep.encoder, prep.synthetic, numeric)
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = features(prep.encoder, prep.real, numeric)
+            y = features(prep.encoder, prep.synthetic, numeric)
+        _check_finite_norms({"real": x, "synthetic": y}, schema, numeric)
         if self.mode == "paper":
             gamma = 1.0 if self.gamma is None else float(self.gamma)
             value = mmd2_biased(x, y, gamma)

@@ -45,6 +45,7 @@ class QualityReport:
     n_real: int
     n_synthetic: int
     config: dict[str, Any] = field(default_factory=dict)
+    schema: Schema | None = None
 
     def summary(self) -> dict[str, Any]:
         """The ``summary.json`` content: one number (or null) per key, plus skipped/details/timings."""
@@ -55,6 +56,7 @@ class QualityReport:
         out["timings_s"] = {k: round(v, 4) for k, v in self.timings.items()}
         out["n_real"], out["n_synthetic"] = self.n_real, self.n_synthetic
         out["config"] = self.config
+        out["schema"] = self.schema.to_dict() if self.schema is not None else None
         return jsonable(out)
 
     def to_frame(self) -> pd.DataFrame:
@@ -148,7 +150,7 @@ def quality_report(
         "mle_grid": mle_grid if isinstance(mle_grid, str) else "custom",
         "random_state": random_state,
     }
-    return QualityReport(results, skipped, timings, len(real), len(synthetic), config)
+    return QualityReport(results, skipped, timings, len(real), len(synthetic), config, schema)
 
 
 def _run_all(  # noqa: PLR0913
@@ -200,7 +202,10 @@ def _run_all(  # noqa: PLR0913
             progress(name)
         start = time.perf_counter()
         try:
-            results[name] = runner()
+            result = runner()
+            if result.value is None or not np.isfinite(result.value):
+                raise TabmemError(f"{name} is not a finite number on these tables ({result.value})")
+            results[name] = result
         except SchemaError as exc:
             skipped[name] = " ".join(str(exc).split())
         except TabmemError as exc:

@@ -37,10 +37,17 @@ def ks_statistic(real: np.ndarray, synthetic: np.ndarray) -> float:
     return float(np.max(np.abs(cdf_x - cdf_y)))
 
 
+def _round(values: np.ndarray) -> np.ndarray:
+    """Round to 14 decimals; values of 2**52 or more have no fraction (and ``x * 1e14`` would overflow)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = np.round(values, _MAX_DECIMALS)
+    return np.where(np.abs(values) < 2.0**52, rounded, values)
+
+
 def ks_complement(real: np.ndarray, synthetic: np.ndarray) -> float:
     """SDMetrics KSComplement: ``1 - KS`` after rounding to 14 decimals."""
-    x = np.round(np.asarray(real, dtype=np.float64), _MAX_DECIMALS)
-    y = np.round(np.asarray(synthetic, dtype=np.float64), _MAX_DECIMALS)
+    x = _round(np.asarray(real, dtype=np.float64))
+    y = _round(np.asarray(synthetic, dtype=np.float64))
     return 1.0 - ks_statistic(x, y)
 
 

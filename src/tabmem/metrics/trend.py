@@ -63,9 +63,18 @@ def cramers_v(table: np.ndarray) -> float:
     return float(np.sqrt(chi2 / n / (min(t.shape) - 1)))
 
 
+def _unit_scale(num: np.ndarray) -> np.ndarray:
+    """Columns divided by a power of two near their largest magnitude: exact, and Pearson's r is
+    scale-free, so correlations keep their bits while sums of squares of 1e308 no longer overflow."""
+    with np.errstate(all="ignore"):
+        peak = np.nanmax(np.abs(num), axis=0, initial=0.0) if num.size else np.zeros(num.shape[1:])
+        shift = np.where(np.isfinite(peak) & (peak > 0), np.frexp(peak)[1], 0)
+        return np.ldexp(num, -shift)
+
+
 def _pearson(x: np.ndarray, y: np.ndarray) -> float:
     ok = ~(np.isnan(x) | np.isnan(y))
-    x, y = x[ok], y[ok]
+    x, y = _unit_scale(x[ok][:, None])[:, 0], _unit_scale(y[ok][:, None])[:, 0]
     if x.size < 2:
         return float("nan")
     xm, ym = x - x.mean(), y - y.mean()
@@ -79,6 +88,7 @@ def _correlations(num: np.ndarray) -> np.ndarray:
     """Pearson matrix of the columns of ``num`` (pairwise-complete rows when NaN are present)."""
     d = num.shape[1]
     if not np.isnan(num).any():
+        num = _unit_scale(num)
         xm = num - num.mean(axis=0)
         norms = np.sqrt(np.einsum("ij,ij->j", xm, xm))
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -10,6 +10,10 @@
   al. 2011; Bonneel et al. 2015). Seeded, O(n log n) per projection.
 
 Lower is better; 0 means identical marginals (per column) / identical projections (sliced).
+The value is unbounded above, in units of the real column's range: a synthetic value far outside
+the real range counts with its full distance (one synthetic value of 1e308 in a column whose
+real range is 1e6 adds about 1e302 / n to that column's W1). Such a number is the metric working
+as defined on a broken synthetic table, not an overflow; the per-column breakdown names the column.
 The LevAtt code used geomloss' Sinkhorn divergence instead (an entropic approximation of W2 on
 the joint); tabmem does not reproduce that number.
 """

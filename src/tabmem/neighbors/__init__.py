@@ -1,1 +1,5 @@
-"""Exact nearest-neighbour search: blocked feature-space search and edit-distance search."""
+"""Exact nearest-neighbour search: every distance, the blocked search (:class:`NeighborIndex`), edit-distance search."""
+
+from tabmem.neighbors.index import NeighborIndex
+
+__all__ = ["NeighborIndex"]

@@ -3,6 +3,13 @@
 Never approximate, never subsample the reference side: a missed neighbour under-reports
 privacy risk (SDMetrics#934). The search
 
+0. where the distance offers it (``fang2024``, ``gower``: every categorical mismatch adds
+   ``1/M``, so ``d >= h/M`` for ``h`` mismatches), **prunes by categorical matches**: one float32
+   GEMM of 0/1 one-hots counts the matches of every pair exactly (small integers); the exact
+   distances of the ``k`` best-matching reference rows bound the k-th nearest from above, and
+   only the reference rows whose match count can still beat that bound (typically well under
+   1% of them on Adult) are evaluated, exactly in float64 (:func:`_search_pruned`). Where more
+   than a quarter would survive, the dense search below runs instead;
 1. evaluates a block of queries against every reference row with BLAS (see
    :mod:`tabmem.neighbors.distances`), giving a key matrix and a per-row error bound;
 2. takes the approximate ``k + 1`` smallest keys per row (repeated ``argmin``, which is linear
@@ -10,26 +17,32 @@ privacy risk (SDMetrics#934). The search
 3. recomputes those candidates exactly in float64 and orders them by (distance, index);
 4. proves the result: every other reference row has an exact key of at least
    ``(k+1)-th approximate key - margin``; rows where that bound does not clear the k-th exact
-   distance (near-ties, duplicated reference rows) are recomputed exactly against all rows.
+   distance (near-ties, duplicated reference rows) are recomputed exactly against all rows;
+   a row whose margin is infinite (its fast keys carry no information, e.g. values far
+   beyond the reference's magnitude) is evaluated exactly against every reference row.
 
 Memory is bounded by ``memory_budget`` whatever the table sizes; blocks run on ``n_jobs``
-threads (numpy and BLAS release the GIL) with BLAS itself kept single-threaded to avoid
-oversubscription.
+threads (numpy and BLAS release the GIL; the library's one rule, :mod:`tabmem._checks`:
+``None`` = every CPU this process may use, ``-1`` all, ``-k`` all but ``k - 1``) with BLAS itself
+kept single-threaded to avoid oversubscription.
 """
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from tabmem.neighbors.distances import Distance, Queries
+from tabmem._checks import resolve_n_jobs
+from tabmem.errors import ParameterError
+from tabmem.neighbors.distances import Distance, PrunedBlock, Queries
 
 DEFAULT_MEMORY_BUDGET = 1 << 30  # bytes of working memory for all workers together
 BYTES_PER_CELL = 24  # key (<= 8) + match counts (4) + temporaries, per query x reference cell
+_PRUNED_MAX_SHARE = 0.25  # above this share of surviving pairs, the dense search is cheaper
+_PRUNED_PAIRS = 1 << 20  # surviving pairs evaluated at a time (~100 bytes each)
 
 
 def block_rows_for(n_ref: int, n_jobs: int, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> int:
@@ -57,18 +70,20 @@ def kneighbors(
     after each block.
     """
     n_q, n_ref = len(queries), distance.n_ref
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+        raise ParameterError(f"k must be a positive integer, got {k!r}")
     idx = np.full((n_q, k), -1, dtype=np.int64)
     dist = np.full((n_q, k), np.inf, dtype=np.float64)
     if n_q == 0 or n_ref == 0:
         return idx, dist
-    n_jobs = max(1, n_jobs or os.cpu_count() or 1)
+    n_jobs = resolve_n_jobs(n_jobs)
     step = block_rows or block_rows_for(n_ref, n_jobs, memory_budget)
     blocks = [slice(s, min(s + step, n_q)) for s in range(0, n_q, step)]
 
+    prune = [True]  # once a block shows the pruning is not selective, the rest go dense (same result)
+
     def run(rows: slice) -> slice:
-        i, d = _search_block(distance, queries, rows, k)
+        i, d = _search_block(distance, queries, rows, k, prune)
         idx[rows, : i.shape[1]] = i
         dist[rows, : d.shape[1]] = d
         return rows
@@ -87,7 +102,76 @@ def kneighbors(
     return idx, dist
 
 
-def _search_block(distance: Distance, queries: Queries, rows: slice, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _search_block(
+    distance: Distance, queries: Queries, rows: slice, k: int, prune: list[bool] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    if prune is None or prune[0]:
+        pb = distance.pruned_block(queries, rows)
+        if pb is not None:
+            found = _search_pruned(distance, pb, k)
+            if found is not None:
+                return found
+        if prune is not None:
+            prune[0] = False
+    return _search_dense(distance, queries, rows, k)
+
+
+def _search_pruned(distance: Distance, pb: PrunedBlock, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Exact top-k by categorical pruning (module docstring, step 0); ``None``: not selective here.
+
+    Proof: the ``k`` reference rows with the most categorical matches have exact distances
+    whose largest, ``U``, bounds the k-th smallest distance from above; a reference row with
+    ``h`` mismatches has distance ``>= h / M``, so every row that can be among the k nearest
+    (ties at ``U`` included) has ``h <= U M``, i.e. ``matches >= n_cat - floor(U M)`` (with a
+    relative slack of 1e-12 for the rounding of ``U``). Exactly those rows are evaluated in
+    float64 and ordered by (distance, index).
+    """
+    matches = pb.matches
+    n_rows, n_ref = matches.shape
+    kk = min(k, n_ref)
+    n_cat = float(distance.n_cat_total)
+    m = float(distance.n_columns_)
+    r = np.arange(n_rows)
+    best = np.empty((n_rows, kk), dtype=np.int64)
+    saved = []
+    for t in range(kk):  # any k distinct rows give a bound; the best-matching give a tight one
+        j = matches.argmax(axis=1)
+        dup = (best[:, :t] == j[:, None]).any(axis=1)  # all the rest are 0 (uint8 counts: no -1)
+        for i in np.flatnonzero(dup):
+            j[i] = np.setdiff1d(np.arange(t + 1), best[i, :t])[0]
+        best[:, t] = j
+        saved.append(matches[r, j].copy())
+        matches[r, j] = 0
+    for t in range(kk):
+        matches[r, best[:, t]] = saved[t]
+    h_best = n_cat - np.stack(saved, axis=1).astype(np.float64)
+    d_best = pb.exact(np.repeat(r, kk), best.ravel(), h_best.ravel()).reshape(n_rows, kk)
+    upper = d_best.max(axis=1) * m
+    need = n_cat - np.floor(upper * (1 + 1e-12) + 1e-9)  # fewest matches a row can have and still compete
+    need = np.clip(need, 0, n_cat).astype(matches.dtype)
+    flat = np.flatnonzero(matches >= need[:, None])  # 1-D: ~10x faster than a 2-D nonzero
+    if flat.size > _PRUNED_MAX_SHARE * n_rows * n_ref:
+        return None
+    idx = np.empty((n_rows, kk), dtype=np.int64)
+    dist = np.empty((n_rows, kk), dtype=np.float64)
+    row_start = np.searchsorted(flat, np.arange(n_rows + 1) * n_ref)
+    start = 0
+    while start < n_rows:  # chunks of rows with at most _PRUNED_PAIRS surviving pairs (bounded memory)
+        stop = int(np.searchsorted(row_start, row_start[start] + _PRUNED_PAIRS, side="right")) - 1
+        stop = min(max(stop, start + 1), n_rows)
+        rr, jj = np.divmod(flat[row_start[start] : row_start[stop]], n_ref)
+        d = pb.exact(rr, jj, n_cat - matches[rr, jj].astype(np.float64))
+        order = np.lexsort((jj, d, rr))
+        rr, jj, d = rr[order], jj[order], d[order]
+        first = np.searchsorted(rr, np.arange(start, stop))
+        take = first[:, None] + np.arange(kk)[None, :]
+        idx[start:stop] = jj[take]
+        dist[start:stop] = d[take]
+        start = stop
+    return idx, dist
+
+
+def _search_dense(distance: Distance, queries: Queries, rows: slice, k: int) -> tuple[np.ndarray, np.ndarray]:
     blk = distance.block(queries, rows)
     key = blk.key
     n_rows, n_ref = key.shape
@@ -109,10 +193,14 @@ def _search_block(distance: Distance, queries: Queries, rows: slice, k: int) -> 
         return cand[:, :kk], exact[:, :kk]
     # every row outside the candidates has exact key >= (largest approximate candidate key) - margin
     floor = blk.key_to_distance(r, cand_key[:, m - 1] - blk.margin)
+    margin = np.broadcast_to(np.asarray(blk.margin, dtype=np.float64), (n_rows,))
     for i in np.flatnonzero(~(exact[:, kk - 1] < floor)):
-        # near-tie: every row whose approximate key could beat the current k-th is recomputed exactly
-        bound = blk.distance_to_key(np.array([i]), exact[i, kk - 1 : kk])[0] + blk.margin[i]
-        extra = np.union1d(np.flatnonzero(key[i] <= bound), cand[i])
+        if not np.isfinite(margin[i]):  # no information in the keys: every reference row
+            extra = np.arange(n_ref)
+        else:
+            # near-tie: every row whose approximate key could beat the current k-th is recomputed exactly
+            bound = blk.distance_to_key(np.array([i]), exact[i, kk - 1 : kk])[0] + margin[i]
+            extra = np.union1d(np.flatnonzero(key[i] <= bound), cand[i])
         d_extra = blk.exact(np.full(len(extra), i), extra)
         best = np.lexsort((extra, d_extra))[:kk]
         cand[i, :kk] = extra[best]

@@ -2,10 +2,10 @@
 
 Each distance is fitted on a *reference* table (the training table for replica detection,
 the synthetic table for attacks) and then evaluates blocks of query rows against **all**
-reference rows. A block is first evaluated fast (one BLAS product, float32 where that is
-safe) to a *key* that orders reference rows like the distance, with a per-row bound on the
-rounding error; :mod:`tabmem.neighbors.blocked` then recomputes the few candidates exactly in
-float64, so the result equals a float64 brute force (see ``tests/memorization``).
+reference rows. A block is first evaluated fast (BLAS products and element-wise passes,
+float32 where that is safe) to a *key* that orders reference rows like the distance, with a
+per-row bound on its error; :mod:`tabmem.neighbors.blocked` then recomputes the few candidates
+exactly in float64, so the result equals a float64 brute force (see ``tests/memorization``).
 
 Registered distances (``get_distance(name)``):
 
@@ -16,8 +16,9 @@ Registered distances (``get_distance(name)``):
     MinMaxScaler does), plus the number of mismatching categorical values (the target counts
     as categorical in classification tasks), divided by the number of columns ``M``.
 ``gower``
-    ``(sum_num min(|x - t|/range, 1) + sum_cat [x != t]) / M`` with ranges of the reference
-    table (a constant column contributes 0); the SDMetrics / SynthEval convention.
+    ``(sum_num min(|a - b|, 1) + sum_cat [x != t]) / M`` on range-scaled values
+    ``a = (x - min)/range`` with the reference table's minima and ranges (a constant column
+    contributes 0); the SDMetrics / SynthEval convention.
 ``l2``
     Euclidean distance on standardised numericals (reference mean/std; std 0 -> 1) and
     one-hot categoricals scaled by 1/sqrt(2) (a mismatch then adds exactly 1 to d^2).
@@ -27,6 +28,22 @@ Missing numerical values (only with ``nan="match"``): ``gower`` follows SDMetric
 "missing" indicator that counts as one categorical mismatch when exactly one side is NaN.
 Missing categorical values are the category ``"<NA>"`` (NaN matches NaN). A category unseen
 in the reference table mismatches every reference row.
+
+Every finite float64 (exactness at extreme magnitudes)
+------------------------------------------------------
+The exact values are the float64 formulas above, evaluated so that no intermediate overflows
+or underflows: a Euclidean norm is computed as ``2^E * sqrt(sum (d_c / 2^E)^2)`` with ``2^E``
+the largest ``|d_c|`` of that pair rounded to a power of two (:func:`norm_rows`), and a
+difference ``x - t`` that overflows is taken as ``2 (x/2 - t/2)``. Multiplying by a power of
+two is exact (no rounding) unless the result is subnormal, and every float64 operation
+commutes with it, so **wherever the plain formula neither overflows nor underflows this gives
+exactly its bits**; elsewhere it gives the true value where the plain formula gives ``inf``,
+``nan`` or 0. ``fang2024``'s ``ê`` is a ratio of differences of norms of one query row, so
+evaluating that row's norms in any frame ``2^-F`` (all multiplied by the same power of two)
+leaves ``ê`` unchanged, bit for bit: the search picks the frame that keeps its fast pass in
+range and falls back to the exact formula (against every reference row) for the rare query
+rows outside the range the fast pass can bound (``Queries.tame``). Statistics of the
+reference (means, standard deviations) are overflow-safe too (:class:`TableEncoder`).
 """
 
 from __future__ import annotations
@@ -47,6 +64,7 @@ __all__ = [
     "Distance",
     "Queries",
     "Block",
+    "PrunedBlock",
     "register_distance",
     "get_distance",
     "Fang2024Distance",
@@ -54,15 +72,83 @@ __all__ = [
     "L2Distance",
     "EPS32",
     "EPS64",
+    "norm_rows",
 ]
 
 EPS32 = float(np.finfo(np.float32).eps)
 EPS64 = float(np.finfo(np.float64).eps)
+_TILE_BYTES = 1 << 20  # float64 working tile of the element-wise passes (stays in L2 cache)
+_FANG_FRAME = 50  # reference rows' centred magnitudes are scaled to at most 2**50 in the fast pass
+_FANG_TAME = 2.0**100  # query rows beyond this (in that frame) take the exact fallback
+_L2_TAME = 2.0**40  # l2 feature magnitude beyond which a query row takes the exact fallback
 
 
 def get_distance(name: str) -> "Distance":
     """A new, unfitted distance by registry name (unknown names list the known ones)."""
     return DISTANCES.create(name)
+
+
+def norm_rows(diff: np.ndarray, shift: np.ndarray | int = 0, *, columns_in_order: bool = False) -> np.ndarray:
+    """``||diff_i||_2 * 2**-shift`` per row, without intermediate overflow or underflow.
+
+    Each row is divided by the power of two ``2^E`` nearest above its largest magnitude, so its
+    squares lie in ``(0, 1]`` times the number of columns; ``sqrt`` of the scaled sum is then
+    multiplied back by ``2^(E - shift)``. Powers of two scale exactly, so where
+    ``sqrt(sum(diff**2))`` neither overflows nor underflows this is that value times
+    ``2**-shift`` bit for bit (module docstring); otherwise it is the correctly scaled norm
+    (``inf`` only when the norm itself exceeds the float64 range in the requested frame).
+    ``columns_in_order`` sums the squares column after column, left to right (the order of the
+    papers' pandas ``((t - x) ** 2).sum(axis=1)``); otherwise ``einsum`` sums them.
+    """
+    n, k = diff.shape
+    if k == 0:
+        return np.zeros(n)
+    with np.errstate(all="ignore"):
+        big = np.max(np.abs(diff), axis=1)
+        if columns_in_order and bool(np.all((big <= 2.0**500) & ((big >= 2.0**-500) | (big == 0)))):
+            # no square can overflow, and none that matters can underflow: the plain sum has the
+            # same bits as the scaled one (a power of two commutes with every operation)
+            total = diff[:, 0] * diff[:, 0]
+            for c in range(1, k):
+                total += diff[:, c] * diff[:, c]
+            return np.ldexp(np.sqrt(total), -np.asarray(shift))
+        expo = np.frexp(big)[1]
+        scaled = np.ldexp(diff, -expo[:, None])
+        if columns_in_order:
+            total = scaled[:, 0] * scaled[:, 0]
+            for c in range(1, k):
+                total += scaled[:, c] * scaled[:, c]
+        else:
+            total = np.einsum("ij,ij->i", scaled, scaled)
+        return np.ldexp(np.sqrt(total), expo - shift)
+
+
+def _safe_diff(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a - b`` and an exponent per row: rows whose difference overflows hold ``a/2 - b/2`` and 1."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = a - b
+    up = np.zeros(d.shape[0], dtype=np.int64)
+    bad = ~np.isfinite(d).all(axis=1) if d.shape[1] else np.zeros(d.shape[0], bool)
+    if bad.any():
+        d[bad] = np.ldexp(a[bad], -1) - np.ldexp(b[bad], -1)
+        up[bad] = 1
+    return d, up
+
+
+def _affine(x: np.ndarray, shift: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``(x - shift) / scale`` per column; where ``x - shift`` overflows, ``(x/4 - shift/4) / (scale/4)``.
+
+    Equal to the plain formula wherever that is finite; the quarter frame only serves values
+    whose difference exceeds the float64 range (their quotient may still be representable).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = x - shift
+        out = d / scale
+    bad = ~np.isfinite(d) & np.isfinite(x)
+    if bad.any():
+        r, c = np.nonzero(bad)
+        out[r, c] = (np.ldexp(x[r, c], -2) - np.ldexp(shift[c], -2)) / np.ldexp(scale[c], -2)
+    return out
 
 
 @dataclass
@@ -73,7 +159,11 @@ class Queries:
     miss: np.ndarray  # bool (n, k) missing numerical values
     onehot: np.ndarray  # float32 (n, c) one-hot of categoricals (+ missing indicators)
     codes: np.ndarray  # int32 (n, n_cat_total) category codes (+ indicators), -1 unseen
-    aug: np.ndarray | None = None  # distance-specific GEMM operand
+    aug: np.ndarray | None = None  # distance-specific fast-pass operand
+    tame: np.ndarray | None = None  # bool (n,): rows the fast pass can bound (None: all)
+    feats: np.ndarray | None = None  # l2: float64 features
+    sq: np.ndarray | None = None  # l2: squared feature norms
+    unorm: np.ndarray | None = None  # fang2024: norm of the centred, framed row
 
     def __len__(self) -> int:
         return self.num.shape[0]
@@ -83,8 +173,9 @@ class Queries:
 class Block:
     """Fast evaluation of a query block: ``key`` orders reference rows like the distance.
 
-    ``margin[i]`` bounds ``|key - exact key|`` for row i; ``exact(rows, refs)`` returns exact
-    float64 distances for pairs (block-local row index, reference index).
+    ``margin[i]`` bounds ``|key - exact key|`` for row i (``inf``: the row's keys carry no
+    information, every reference row must be evaluated exactly); ``exact(rows, refs)`` returns
+    exact float64 distances for pairs (block-local row index, reference index).
     """
 
     key: np.ndarray
@@ -92,6 +183,21 @@ class Block:
     exact: Callable[[np.ndarray, np.ndarray], np.ndarray]
     key_to_distance: Callable[[np.ndarray, np.ndarray], np.ndarray]
     distance_to_key: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass
+class PrunedBlock:
+    """Exact evaluation of a query block for the categorical-pruning search.
+
+    ``matches[i, j]`` is the exact number of categorical columns (and missing-value indicators)
+    on which query row i and reference row j agree (a float32 GEMM of 0/1 one-hots: small
+    integers, exact); the distance guarantees ``d(i, j) >= (n_cat - matches[i, j]) / n_columns``.
+    ``exact(rows, refs, h)`` returns exact float64 distances of pairs given their mismatch
+    counts ``h`` (float64 integers).
+    """
+
+    matches: np.ndarray
+    exact: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 class Distance:
@@ -122,6 +228,9 @@ class Distance:
         self._nan_cols = np.array([bool(clean[c].isna().any()) for c in self.schema_.numerical], dtype=bool)
         self.ref_ = self.prepare(clean, fitting=True)
         self._fit_extra()
+        self._groups = None
+        if type(self).pruned_block is not Distance.pruned_block:  # only distances that prune count matches
+            self._lookup_setup()
         return self
 
     @property
@@ -165,6 +274,81 @@ class Distance:
         qc, rc = q.codes[q_idx], self.ref_.codes[r_idx]
         return ((qc != rc) | (qc < 0)).sum(axis=1).astype(np.float64)
 
+    def pruned_block(self, q: Queries, rows: slice) -> PrunedBlock | None:
+        """A :class:`PrunedBlock` for ``rows``, or ``None`` where the distance has no categorical bound."""
+        return None
+
+    def _lookup_setup(self) -> None:
+        """Match-count lookup tables: categorical columns packed in groups, one uint8 row per joint value.
+
+        For a group of columns ``G`` and a joint query value ``v = (v_c)``, ``table_G[v, j] = sum_c
+        [t_jc == v_c]`` (an unseen query category is its own value that matches nothing), so the
+        match counts of a block are a sum of a few row gathers of uint8 tables: exact, and about
+        twice as fast as the one-hot GEMM, whose float32 output is also four times larger. Groups
+        are packed while the product of their cardinalities stays <= 1024 and the tables within
+        128 MB; otherwise (or with more than 255 columns) the GEMM counts the matches.
+        """
+        self._groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+        codes = self.ref_.codes
+        n, n_cols = codes.shape
+        if n_cols == 0 or n_cols > 255 or n == 0:
+            return
+        widths = [len(self.encoder_.categories_[c]) for c in self.schema_.categorical]
+        widths += [2] * (n_cols - len(widths))  # missing-value indicators: codes 0/1
+        card = np.maximum(codes.max(axis=0).astype(np.int64) + 1, widths)
+        self._unseen_slot = card  # the joint value of a query category the reference never has
+        slots = card + 1
+        for limit in (1024, 256, 64, 16, 1):
+            groups, cur, prod = [], [], 1
+            for c in np.argsort(slots, kind="stable"):
+                if cur and prod * slots[c] > limit:
+                    groups.append(cur)
+                    cur, prod = [], 1
+                cur.append(int(c))
+                prod *= int(slots[c])
+            groups.append(cur)
+            rows = sum(int(np.prod(slots[g])) for g in groups)
+            if rows * n <= (128 << 20):
+                break
+        else:
+            return
+        built = []
+        for g in groups:
+            cols = np.array(g, dtype=np.int64)
+            strides = np.cumprod(np.concatenate([[1], slots[cols][:-1]])).astype(np.int64)
+            table = np.zeros((int(np.prod(slots[cols])), n), dtype=np.uint8)
+            joint = np.arange(table.shape[0])
+            for c, stride in zip(cols, strides):
+                value = (joint // stride) % slots[c]  # the query's value in column c (card = unseen)
+                table += (value[:, None] == codes[:, c][None, :]).astype(np.uint8)
+            built.append((cols, strides, table))
+        self._groups = built
+
+    def _matches(self, onehot: np.ndarray, codes: np.ndarray | None = None) -> np.ndarray:
+        """Exact categorical match counts of query rows against every reference row.
+
+        uint8 from the lookup tables (:meth:`_lookup_setup`) given the rows' ``codes``; else the
+        float32 GEMM of 0/1 one-hots (small integers, exact).
+        """
+        if self._groups is not None and codes is not None:
+            out = np.empty((codes.shape[0], self.n_ref), dtype=np.uint8)
+            tmp = np.empty_like(out) if len(self._groups) > 1 else out
+            for g, (cols, strides, table) in enumerate(self._groups):
+                sub = codes[:, cols]
+                joint = (np.where(sub >= 0, sub, self._unseen_slot[cols]) * strides).sum(axis=1)
+                np.take(table, joint, axis=0, out=out if g == 0 else tmp)
+                if g:
+                    np.add(out, tmp, out=out)
+            return out
+        out = np.empty((onehot.shape[0], self.n_ref), dtype=np.float32)
+        sgemm(1.0, self.ref_.onehot.T, onehot.T, beta=0.0, c=out.T, trans_a=1, trans_b=0, overwrite_c=1)
+        return out
+
+    def _subtract_matches(self, key: np.ndarray, onehot: np.ndarray) -> None:
+        """``key -= onehot @ ref_onehot.T`` in place (one float32 GEMM with beta = 1)."""
+        if onehot.shape[1]:
+            sgemm(-1.0, self.ref_.onehot.T, onehot.T, beta=1.0, c=key.T, trans_a=1, trans_b=0, overwrite_c=1)
+
     @property
     def n_cat_total(self) -> int:
         return self.ref_.codes.shape[1]
@@ -177,64 +361,266 @@ register_distance = DISTANCES.register
 
 @register_distance("fang2024")
 class Fang2024Distance(Distance):
-    """The memorization papers' distance (see module docstring)."""
+    """The memorization papers' distance (see module docstring).
+
+    Fast pass, per query row ``i`` (all in the *frame* ``2^-g`` fixed at fit time, which puts
+    the reference rows' centred values at magnitude ``<= 2^50``; ``c`` is the reference mean):
+
+    1. ``ū = (x - c) 2^-g`` and ``v̄ = (t - c) 2^-g`` rounded to float64 (``|error| <= eps/2 |ū|``
+       per column, plus an absolute ``2^-1072-g`` from halving subnormals); the float64 GEMM
+       ``S̄ = |ū|^2 + |v̄|^2 - 2 ū.v̄`` has ``|S̄ - |ū - v̄|^2| <= E_i := (2k+3) eps (|ū_i| + V)^2``
+       (``k + 2`` products, ``V = max_j |v̄_j|``; the precomputed squared norms add ``k eps``
+       each; ``eps`` here is float64's machine epsilon, twice the unit roundoff, so the
+       constants carry a factor 2 of slack);
+    2. ``ē = sqrt(max(S̄, 0))``: from ``|ē^2 - y^2| <= E`` with ``y = |ū - v̄|`` follows
+       ``|ē - y| <= min(sqrt(E), E / ē)``; the centring adds ``A_i = eps (|ū_i| + V)``, the
+       float64 exact formula's own rounding is ``<= (k + 4) eps e`` and the float32 rounding of
+       ``ē`` is ``<= eps32/2 ē`` (+ ``2^-149`` if subnormal). So every float32 ``e32`` is within
+       ``D(e32) = min(sqrt(E), E/x_lo) + A + ((k+4) eps + eps32/2) x_hi + 2^-140`` of the exact
+       value in the frame (``x_lo``/``x_hi`` bound ``ē`` from ``e32``). ``x - D(x)`` and
+       ``x + D(x)`` increase with ``x``, so the row minimum is certain as soon as the runner-up
+       ``r`` satisfies ``r - D(r) > e32_min + D(e32_min)`` (likewise the maximum); otherwise
+       every row in that band is evaluated exactly. The per-element bound keeps this band
+       tight near the minimum, where ``e`` is small and the float32 rounding is tiny;
+    3. ``key = e32 - sp32 * matches`` by one float32 GEMM with beta = 1 (``sp`` = exact max -
+       min of the row, ``sp32`` its float32 rounding); at most ``n_cat`` products are nonzero,
+       so the GEMM adds ``<= (n_cat + 2) eps32 (e_max + n_cat sp)`` and the rounding of ``sp32``
+       ``<= n_cat eps32/2 sp``. ``margin`` is the sum of these bounds plus ``16 eps (e_max +
+       (n_cat + 1) sp)`` for the float64 mapping between keys and distances.
+
+    Query rows whose framed values exceed ``2^100`` (values far outside the reference's
+    magnitude, e.g. ``1e160`` against Adult) are not tame: the search evaluates them exactly
+    against every reference row, in a frame chosen for that row.
+    """
 
     def prepare(self, clean: pd.DataFrame, *, fitting: bool = False) -> Queries:
         enc = self.encoder_
         raw = enc.numeric(clean)
-        # centring at the reference mean does not change distances and reduces cancellation
-        centred = raw - enc.mean_
-        q = self._base_prepare(clean, centred, indicators=True)
-        q.num = np.where(q.miss, 0.0, centred)  # NaN -> reference mean
-        sq = np.einsum("ij,ij->i", q.num, q.num)
+        q = self._base_prepare(clean, raw, indicators=True)
+        with np.errstate(invalid="ignore"):
+            q.num = np.where(q.miss, enc.mean_, raw)  # raw values, NaN -> reference mean
+        k = q.num.shape[1]
         if fitting:
-            q.aug = np.column_stack([q.num, np.ones(len(q.num)), sq])
+            self._set_frame(q.num)
+        # centred (halves: never overflows) and put in the frame 2^-g
+        half = np.ldexp(q.num, -1) - np.ldexp(self._centre, -1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            u = np.ldexp(half, 1 - self._g)
+            absmax = np.abs(u).max(axis=1) if k else np.zeros(len(u))
+        q.tame = np.isfinite(absmax) & (absmax <= _FANG_TAME)
+        u[~q.tame] = 0.0
+        sq = np.einsum("ij,ij->i", u, u)
+        q.unorm = np.sqrt(sq)
+        if fitting:
+            q.aug = np.column_stack([u, np.ones(len(u)), sq])
         else:
-            q.aug = np.column_stack([-2.0 * q.num, sq, np.ones(len(q.num))])
+            q.aug = np.column_stack([-2.0 * u, sq, np.ones(len(u))])
         return q
+
+    def _set_frame(self, ref_num: np.ndarray) -> None:
+        k = ref_num.shape[1]
+        self._k = k
+        self._centre = np.asarray(self.encoder_.mean_, dtype=np.float64).copy() if k else np.zeros(0)
+        if k == 0 or len(ref_num) == 0:
+            self._g, self._ref_expo = 0, 0
+            return
+        half = np.abs(np.ldexp(ref_num, -1) - np.ldexp(self._centre, -1)).max()
+        self._g = int(np.frexp(half)[1]) + 1 - _FANG_FRAME if half > 0 else 0
+        self._ref_expo = int(np.frexp(np.abs(ref_num).max())[1])
 
     def _fit_extra(self) -> None:
         ref = self.ref_
-        self._ref_sq = ref.aug[:, -1]
-        self._ref_sq_max = float(self._ref_sq.max()) if len(ref) else 0.0
-        self._k = ref.num.shape[1]
+        self._vmax = float(ref.unorm.max()) if len(ref) else 0.0  # type: ignore[union-attr]
+        self._ref_aug_t = np.ascontiguousarray(ref.aug.T) if ref.aug is not None else None
+
+    # ------------------------------------------------------------- exact values
+    def _exact_e(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray, shift: np.ndarray | int) -> np.ndarray:
+        """Exact ``e`` of pairs in the frame ``2^-shift`` (module docstring)."""
+        if self._k == 0:
+            return np.zeros(len(q_idx))
+        d, up = _safe_diff(q.num[q_idx], self.ref_.num[r_idx])
+        return norm_rows(d, np.asarray(shift) - up, columns_in_order=True)
+
+    def _row_frame(self, q: Queries, i: int) -> int:
+        """Frame of a non-tame query row: its values and the reference's at magnitude <= 2^500."""
+        row_expo = int(np.frexp(np.abs(q.num[i]).max())[1]) if self._k else 0
+        return max(row_expo, self._ref_expo) - 500
+
+    def _bound(self, x: np.ndarray, big_e: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """``D(x)``: bound on ``|e32 - e_exact|`` for a float32 value ``x`` (class docstring)."""
+        x_hi = x * (1 + EPS32) + 2.0**-149
+        x_lo = np.maximum(x * (1 - EPS32) - 2.0**-149, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            near = np.minimum(np.sqrt(big_e), np.where(x_lo > 0, big_e / x_lo, np.inf))
+        return near + a + ((self._k + 4) * EPS64 + 0.5 * EPS32) * x_hi + 2.0**-140
+
+    def _numeric_e(self, b: np.ndarray, out: np.ndarray) -> None:
+        """``out = float32(sqrt(max(S̄, 0)))`` in column tiles that stay in cache."""
+        n_rows, n = out.shape
+        width = max(256, _TILE_BYTES // (8 * max(n_rows, 1)))
+        ref_t = self._ref_aug_t
+        for j0 in range(0, n, width):
+            j1 = min(j0 + width, n)
+            s = b @ ref_t[:, j0:j1]
+            np.maximum(s, 0.0, out=s)
+            np.sqrt(s, out=s)
+            out[:, j0:j1] = s
+
+    def _bound64(self, x: np.ndarray, big_e: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """Bound on ``|ē - e_exact|`` for a float64 ``ē = sqrt(max(S̄, 0))`` (no float32 rounding)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            near = np.minimum(np.sqrt(big_e), np.where(x > 0, big_e / x, np.inf))
+        return near + a + (self._k + 4) * EPS64 * 1.01 * x + 2.0**-1000
+
+    def _extremes(self, q: Queries, rows: slice, qi: np.ndarray, tame: np.ndarray):
+        """Exact min and max over all reference rows of ``e`` per query row, and each row's frame.
+
+        One pass of float64 GEMM tiles (kept in cache) takes each tile's min and max per row; the
+        best tile of each row is evaluated again for the arg-extreme and the runner-up inside it
+        (the best of the other tiles is the runner-up outside). The extreme is certain when the
+        runner-up is separated by the bound (class docstring, without the float32 terms),
+        otherwise that row's band is evaluated exactly. Rows that are not tame are evaluated exactly against every reference row.
+        """
+        n = self.n_ref
+        b = q.aug[rows]  # type: ignore[index]
+        n_rows = b.shape[0]
+        shift = np.full(n_rows, self._g, dtype=np.int64)
+        emin, emax = np.zeros(n_rows), np.zeros(n_rows)
+        if self._k:
+            # pass 1: each tile's min and max per row; best tile and the best of the other tiles
+            lo1, lo2 = np.full(n_rows, np.inf), np.full(n_rows, np.inf)
+            hi1, hi2 = np.full(n_rows, -np.inf), np.full(n_rows, -np.inf)
+            lo_tile, hi_tile = np.zeros(n_rows, np.int64), np.zeros(n_rows, np.int64)
+            width = max(256, _TILE_BYTES // (8 * max(n_rows, 1)))
+            ref_t = self._ref_aug_t
+            for t, j0 in enumerate(range(0, n, width)):
+                s = b @ ref_t[:, j0 : j0 + width]
+                v, w = s.min(axis=1), s.max(axis=1)
+                better = v < lo1
+                lo2 = np.minimum(lo2, np.where(better, lo1, v))
+                lo_tile, lo1 = np.where(better, t, lo_tile), np.where(better, v, lo1)
+                better = w > hi1
+                hi2 = np.maximum(hi2, np.where(better, hi1, w))
+                hi_tile, hi1 = np.where(better, t, hi_tile), np.where(better, w, hi1)
+            # pass 2: only each row's best tile again, for the arg-extreme and the in-tile runner-up
+            # (any evaluation of S̄ is within the bound, so mixing evaluations keeps the proof)
+            lo_arg, hi_arg = np.zeros(n_rows, np.int64), np.zeros(n_rows, np.int64)
+            for t in np.union1d(lo_tile, hi_tile):
+                j0 = int(t) * width
+                for smallest, tiles in ((True, lo_tile), (False, hi_tile)):
+                    sel = np.flatnonzero(tiles == t)
+                    if not sel.size:
+                        continue
+                    s = b[sel] @ ref_t[:, j0 : j0 + width]
+                    rs = np.arange(sel.size)
+                    arg = s.argmin(axis=1) if smallest else s.argmax(axis=1)
+                    best = s[rs, arg]
+                    s[rs, arg] = np.inf if smallest else -np.inf
+                    if smallest:
+                        lo_arg[sel], lo1[sel] = arg + j0, best
+                        lo2[sel] = np.minimum(lo2[sel], s.min(axis=1))
+                    else:
+                        hi_arg[sel], hi1[sel] = arg + j0, best
+                        hi2[sel] = np.maximum(hi2[sel], s.max(axis=1))
+            un = q.unorm[rows]  # type: ignore[index]
+            big_e = (2 * self._k + 3) * EPS64 * (un + self._vmax) ** 2 * 1.01
+            a = EPS64 * (un + self._vmax) + 4.0 * np.sqrt(self._k) * np.ldexp(1.0, -1072 - self._g)
+            emin = self._exact_e(q, qi, lo_arg, shift)
+            emax = self._exact_e(q, qi, hi_arg, shift)
+            with np.errstate(invalid="ignore"):
+                e = [np.sqrt(np.maximum(x, 0.0)) for x in (lo1, lo2, hi1, hi2)]
+                unsure_lo = e[1] - self._bound64(e[1], big_e, a) <= e[0] + self._bound64(e[0], big_e, a)
+                unsure_hi = e[3] + self._bound64(e[3], big_e, a) >= e[2] - self._bound64(e[2], big_e, a)
+            unsure_lo &= np.isfinite(lo2) & tame
+            unsure_hi &= np.isfinite(hi2) & tame
+            for i in np.flatnonzero(unsure_lo | unsure_hi):
+                row = np.sqrt(np.maximum(b[i] @ ref_t, 0.0))
+                d_row = self._bound64(row, big_e[i], a[i])
+                for smallest, unsure, best in ((True, unsure_lo, e[0]), (False, unsure_hi, e[2])):
+                    if not unsure[i]:
+                        continue
+                    d_best = self._bound64(best[i : i + 1], big_e[i], a[i])[0]
+                    if smallest:
+                        band = np.flatnonzero(row - d_row <= best[i] + d_best)
+                    else:
+                        band = np.flatnonzero(row + d_row >= best[i] - d_best)
+                    vals = self._exact_e(q, np.full(len(band), qi[i]), band, shift[i])
+                    if smallest:
+                        emin[i] = vals.min()
+                    else:
+                        emax[i] = vals.max()
+        for i in np.flatnonzero(~tame):  # exact against every reference row, in the row's own frame
+            shift[i] = self._row_frame(q, qi[i])
+            e_all = self._exact_e(q, np.full(n, qi[i]), np.arange(n), shift[i])
+            emin[i], emax[i] = e_all.min(), e_all.max()
+        return emin, emax, shift
+
+    def pruned_block(self, q: Queries, rows: slice) -> PrunedBlock | None:
+        if q.onehot.shape[1] == 0:
+            return None
+        n_rows = q.onehot[rows].shape[0]
+        qi = np.arange(rows.start, rows.start + n_rows)
+        emin, emax, shift = self._extremes(q, rows, qi, q.tame[rows])  # type: ignore[index]
+        spread = emax - emin
+        sp = np.where(spread > 0, spread, 1.0)
+        m = float(self.n_columns_)
+
+        def exact(local_rows: np.ndarray, refs: np.ndarray, h: np.ndarray) -> np.ndarray:
+            e_ex = self._exact_e(q, qi[local_rows], refs, shift[local_rows])
+            return ((e_ex - emin[local_rows]) / sp[local_rows] + h) / m
+
+        return PrunedBlock(matches=self._matches(q.onehot[rows], q.codes[rows]), exact=exact)
 
     def block(self, q: Queries, rows: slice) -> Block:
-        ref = self.ref_
-        b = q.aug[rows]
+        n = self.n_ref
+        b = q.aug[rows]  # type: ignore[index]
         n_rows = b.shape[0]
         qi = np.arange(rows.start, rows.start + n_rows)
+        r = np.arange(n_rows)
+        tame = q.tame[rows]  # type: ignore[index]
+        wild = np.flatnonzero(~tame)
+        shift = np.full(n_rows, self._g, dtype=np.int64)
+        key = np.empty((n_rows, n), dtype=np.float32)
         if self._k:
-            # squared distances in float64 (raw units: a float32 product would cancel badly), then
-            # rounded to float32 for the element-wise passes (their rounding is inside ``delta``)
-            key = (b @ ref.aug.T).astype(np.float32)
-            np.maximum(key, 0.0, out=key)
-            np.sqrt(key, out=key)
-            # |e_approx - e_exact| <= delta: float64 dot-product error + float32 rounding of e
-            # (e <= emax, and the float32 rounding of the arg-max itself is within 2 eps)
-            dot_err = np.sqrt((4 * self._k + 8) * EPS64 * (q.aug[rows, -2] + self._ref_sq_max))
+            self._numeric_e(b, key)
+            un = q.unorm[rows]  # type: ignore[index]
+            big_e = (2 * self._k + 3) * EPS64 * (un + self._vmax) ** 2 * 1.01
+            a = EPS64 * (un + self._vmax) + 4.0 * np.sqrt(self._k) * np.ldexp(1.0, -1072 - self._g)
+            jmin = key.argmin(axis=1)
             jmax = key.argmax(axis=1)
-            emax_approx = key[np.arange(n_rows), jmax].astype(np.float64)
-            delta = dot_err + 4 * EPS32 * (emax_approx + dot_err)
-            emin = self._exact_extreme(q, qi, key, delta, smallest=True)
-            emax = self._exact_extreme(q, qi, key, delta, smallest=False, arg=jmax)
+            emax32 = key[r, jmax].astype(np.float64)
+            x_hi = emax32 * (1 + EPS32) + 2.0**-149
+            delta = np.sqrt(big_e) + a + ((self._k + 4) * EPS64 + 0.5 * EPS32) * x_hi + 2.0**-140
+            emin = self._exact_extreme(q, qi, key, big_e, a, shift, tame, smallest=True, arg=jmin)
+            emax = self._exact_extreme(q, qi, key, big_e, a, shift, tame, smallest=False, arg=jmax)
         else:
-            key = np.zeros((n_rows, self.n_ref), dtype=np.float32)
-            emin = emax = delta = np.zeros(n_rows)
+            key.fill(0.0)
+            emin, emax, delta = np.zeros(n_rows), np.zeros(n_rows), np.zeros(n_rows)
+        for i in wild:  # exact against every reference row, in the row's own frame
+            shift[i] = self._row_frame(q, qi[i])
+            e_all = self._exact_e(q, np.full(n, qi[i]), np.arange(n), shift[i])
+            emin[i], emax[i] = e_all.min(), e_all.max()
+            key[i] = 0.0
         spread = emax - emin
+        sp = np.where(spread > 0, spread, 1.0)
         # key = e - spread * (categorical matches): the query row's d*M times spread, shifted,
         # so one fused GEMM (beta = 1) adds the categorical part; a zero spread counts as 1
-        sp = np.where(spread > 0, spread, 1.0)
         if q.onehot.shape[1]:
-            weighted = (q.onehot[rows] * sp[:, None].astype(np.float32)).astype(np.float32)
-            sgemm(-1.0, ref.onehot.T, weighted.T, beta=1.0, c=key.T, trans_a=1, trans_b=0, overwrite_c=1)
+            weight = np.where(tame, sp, 0.0).astype(np.float32)
+            self._subtract_matches(key, q.onehot[rows] * weight[:, None])
         n_cat = float(self.n_cat_total)
-        margin = 4.0 * delta + 8 * EPS32 * (n_cat + 2.0) * sp + 8 * EPS32 * emax + 1e-300
+        margin = (
+            delta
+            + (n_cat + 2.0) * EPS32 * (emax + n_cat * sp) * 1.01
+            + n_cat * EPS32 * sp
+            + 16 * EPS64 * (np.abs(emax) + (n_cat + 1.0) * sp)
+        )
+        margin[wild] = np.inf
         m = float(self.n_columns_)
 
         def exact(local_rows: np.ndarray, refs: np.ndarray) -> np.ndarray:
             glob = qi[local_rows]
-            e_ex = self._exact_e(q, glob, refs)
+            e_ex = self._exact_e(q, glob, refs, shift[local_rows])
             ehat = (e_ex - emin[local_rows]) / sp[local_rows]
             return (ehat + self._mismatches(q, glob, refs)) / m
 
@@ -253,38 +639,44 @@ class Fang2024Distance(Distance):
         q: Queries,
         qi: np.ndarray,
         e: np.ndarray,
-        delta: np.ndarray,
+        big_e: np.ndarray,
+        a: np.ndarray,
+        shift: np.ndarray,
+        tame: np.ndarray,
         *,
         smallest: bool,
-        arg: np.ndarray | None = None,
+        arg: np.ndarray,
     ) -> np.ndarray:
         """Exact min (or max) over all reference rows of the numerical distance, per query row.
 
-        The approximate arg-extreme is recomputed exactly; only rows whose runner-up lies within
-        ``2 * delta`` (a near-tie the approximation cannot order) are checked against every
-        candidate in that band.
+        The approximate arg-extreme is recomputed exactly; only rows whose runner-up cannot be
+        separated from it by the per-element bound (class docstring) are checked against every
+        row in that band.
         """
         r = np.arange(e.shape[0])
-        if arg is None:
-            arg = e.argmin(axis=1) if smallest else e.argmax(axis=1)
         best = e[r, arg].astype(np.float64)
         saved = e[r, arg].copy()
         e[r, arg] = np.inf if smallest else -np.inf
         runner = (e.min(axis=1) if smallest else e.max(axis=1)).astype(np.float64)
         e[r, arg] = saved
-        out = self._exact_e(q, qi, arg)
-        unsure = np.abs(runner - best) <= 2 * delta
+        out = self._exact_e(q, qi, arg, shift)
+        d_best = self._bound(best, big_e, a)
+        with np.errstate(invalid="ignore"):
+            if smallest:
+                unsure = runner - self._bound(runner, big_e, a) <= best + d_best
+            else:
+                unsure = runner + self._bound(runner, big_e, a) >= best - d_best
+        unsure &= np.isfinite(runner) & tame  # rows that are not tame are evaluated in full anyway
         for i in np.flatnonzero(unsure):
-            band = np.flatnonzero(np.abs(e[i].astype(np.float64) - best[i]) <= 2 * delta[i])
-            vals = self._exact_e(q, np.full(len(band), qi[i]), band)
+            row = e[i].astype(np.float64)
+            d_row = self._bound(row, big_e[i], a[i])
+            if smallest:
+                band = np.flatnonzero(row - d_row <= best[i] + d_best[i])
+            else:
+                band = np.flatnonzero(row + d_row >= best[i] - d_best[i])
+            vals = self._exact_e(q, np.full(len(band), qi[i]), band, shift[i])
             out[i] = vals.min() if smallest else vals.max()
         return out
-
-    def _exact_e(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
-        if self._k == 0:
-            return np.zeros(len(q_idx))
-        diff = q.num[q_idx] - self.ref_.num[r_idx]
-        return np.sqrt(np.einsum("ij,ij->i", diff, diff))
 
     def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
         raise NotImplementedError("fang2024 normalises per query over all reference rows; use the brute-force helper")
@@ -292,39 +684,76 @@ class Fang2024Distance(Distance):
 
 @register_distance("gower")
 class GowerDistance(Distance):
-    """Range-scaled L1 on numericals (clipped at 1) plus categorical mismatches, over M columns."""
+    """Range-scaled L1 on numericals (clipped at 1) plus categorical mismatches, over M columns.
+
+    The fast pass sums ``min(|a - b|, 1)`` column by column in float32 on cache-sized tiles of
+    reference rows (each term is at most 1, so the float32 sum of ``k`` terms and the GEMM that
+    subtracts the ``n_cat`` matches are within ``(4k + 4) eps32 (k + n_cat)`` of the exact key).
+    Values are range-scaled in float64 first (``_affine``: no overflow however large), so a
+    query far outside the reference range is simply clipped at 1.
+    """
 
     def prepare(self, clean: pd.DataFrame, *, fitting: bool = False) -> Queries:
         enc = self.encoder_
-        rng = np.where(enc.range_ > 0, enc.range_, np.inf)  # constant column: contributes 0
-        scaled = (enc.numeric(clean) - enc.min_) / rng
-        scaled = np.where(np.isfinite(rng), scaled, 0.0)
-        raw_nan = np.isnan(enc.numeric(clean))
+        raw = enc.numeric(clean)
+        if fitting:
+            with np.errstate(over="ignore", invalid="ignore"):
+                rng = enc.max_ - enc.min_
+            huge = ~np.isfinite(rng)  # the range itself overflows: measure it in a quarter frame
+            rng = np.where(huge, np.ldexp(enc.max_, -2) - np.ldexp(enc.min_, -2), rng)
+            self._huge = huge
+            self._range = np.where(rng > 0, rng, np.inf)  # constant column: contributes 0
+        if self._huge.any():
+            x4 = np.where(self._huge, np.ldexp(raw, -2), raw)
+            lo = np.where(self._huge, np.ldexp(enc.min_, -2), enc.min_)
+            scaled = _affine(x4, lo, self._range)
+        else:
+            scaled = _affine(raw, enc.min_, self._range)
+        scaled = np.where(np.isfinite(self._range), scaled, 0.0)
+        raw_nan = np.isnan(raw)
         q = self._base_prepare(clean, scaled, indicators=False)
         q.miss = raw_nan
         q.num = np.where(raw_nan, np.nan, scaled)
-        q.aug = np.asarray(np.where(raw_nan, 0.0, scaled), dtype=np.float32)
+        with np.errstate(over="ignore"):  # far outside the range: inf in float32, clipped to 1 all the same
+            q.aug = np.asarray(np.where(raw_nan, 0.0, scaled), dtype=np.float32)
         return q
 
+    def _fit_extra(self) -> None:
+        self._ref_aug_t = np.ascontiguousarray(self.ref_.aug.T)  # type: ignore[union-attr]
+        self._ref_miss_t = np.ascontiguousarray(self.ref_.miss.T)
+        self._ref_has_nan = self.ref_.miss.any(axis=0)
+
     def block(self, q: Queries, rows: slice) -> Block:
-        ref = self.ref_
-        b = q.aug[rows]
+        ref_t = self._ref_aug_t
+        b = q.aug[rows]  # type: ignore[index]
         n_rows, k = b.shape
-        key = np.zeros((n_rows, self.n_ref), dtype=np.float32)
-        tmp = np.empty_like(key)
+        n = self.n_ref
+        key = np.empty((n_rows, n), dtype=np.float32)
         qmiss = q.miss[rows]
-        for c in range(k):
-            np.subtract.outer(b[:, c], ref.aug[:, c], out=tmp)
-            np.abs(tmp, out=tmp)
-            if (b[:, c].min() < 0) or (b[:, c].max() > 1):
-                np.minimum(tmp, 1.0, out=tmp)
-            if qmiss[:, c].any() or ref.miss[:, c].any():
-                xor = qmiss[:, c][:, None] != ref.miss[:, c][None, :]
-                either = qmiss[:, c][:, None] | ref.miss[:, c][None, :]
-                tmp[either] = xor[either]
-            key += tmp
-        if q.onehot.shape[1]:  # key -= categorical matches, fused into the GEMM (beta = 1)
-            sgemm(-1.0, self.ref_.onehot.T, q.onehot[rows].T, beta=1.0, c=key.T, trans_a=1, trans_b=0, overwrite_c=1)
+        clip = [bool((b[:, c].min() < 0) or (b[:, c].max() > 1)) for c in range(k)]
+        nan_cols = [bool(qmiss[:, c].any() or self._ref_has_nan[c]) for c in range(k)]
+        cols = [np.ascontiguousarray(b[:, c : c + 1]) for c in range(k)]
+        width = max(256, (_TILE_BYTES // 2) // (4 * max(n_rows, 1)))
+        tmp_full = np.empty((n_rows, min(width, n)), dtype=np.float32)
+        onehot = q.onehot[rows]
+        for j0 in range(0, n, width):
+            j1 = min(j0 + width, n)
+            kt = np.zeros((n_rows, j1 - j0), dtype=np.float32)
+            if onehot.shape[1]:  # kt = -(categorical matches), one GEMM per tile
+                sgemm(-1.0, self.ref_.onehot[j0:j1].T, onehot.T, beta=0.0, c=kt.T, trans_a=1, overwrite_c=1)
+            tt = tmp_full[:, : j1 - j0]
+            for c in range(k):
+                np.subtract(cols[c], ref_t[c, j0:j1], out=tt)
+                np.abs(tt, out=tt)
+                if clip[c]:
+                    np.minimum(tt, 1.0, out=tt)
+                if nan_cols[c]:
+                    rm = self._ref_miss_t[c, j0:j1]
+                    xor = qmiss[:, c][:, None] != rm[None, :]
+                    either = qmiss[:, c][:, None] | rm[None, :]
+                    tt[either] = xor[either]
+                kt += tt
+            key[:, j0:j1] = kt
         margin = np.full(n_rows, (4 * k + 4) * EPS32 * (k + self.n_cat_total) + 1e-12)
         qi = np.arange(rows.start, rows.start + n_rows)
         m = float(self.n_columns_)
@@ -343,41 +772,68 @@ class GowerDistance(Distance):
             key=key, margin=margin, exact=exact, key_to_distance=key_to_distance, distance_to_key=distance_to_key
         )
 
-    def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
+    def pruned_block(self, q: Queries, rows: slice) -> PrunedBlock | None:
+        if q.onehot.shape[1] == 0:
+            return None
+        start = rows.start
+
+        def exact(local_rows: np.ndarray, refs: np.ndarray, h: np.ndarray) -> np.ndarray:
+            return self._exact_given(q, local_rows + start, refs, h)
+
+        return PrunedBlock(matches=self._matches(q.onehot[rows], q.codes[rows]), exact=exact)
+
+    def _exact_given(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray, h: np.ndarray) -> np.ndarray:
         a, t = q.num[q_idx], self.ref_.num[r_idx]
-        part = np.minimum(np.abs(a - t), 1.0)
+        with np.errstate(invalid="ignore"):
+            part = np.minimum(np.abs(a - t), 1.0)
         am, tm = np.isnan(a), np.isnan(t)
         part = np.where(am | tm, (am != tm).astype(np.float64), part)
-        return (part.sum(axis=1) + self._mismatches(q, q_idx, r_idx)) / self.n_columns_
+        return (part.sum(axis=1) + h) / self.n_columns_
+
+    def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
+        return self._exact_given(q, q_idx, r_idx, self._mismatches(q, q_idx, r_idx))
 
 
 @register_distance("l2")
 class L2Distance(Distance):
-    """Euclidean distance on standardised numericals + one-hot categoricals / sqrt(2)."""
+    """Euclidean distance on standardised numericals + one-hot categoricals / sqrt(2).
+
+    Query rows with a feature beyond ``2^40`` in magnitude (values far outside the reference's
+    spread) would overflow or swamp the float32 product: they are evaluated exactly against
+    every reference row instead (``Queries.tame``).
+    """
 
     def prepare(self, clean: pd.DataFrame, *, fitting: bool = False) -> Queries:
         enc = self.encoder_
         std = np.where(enc.std_ > 0, enc.std_, 1.0)
-        z = (enc.numeric(clean) - enc.mean_) / std
+        z = _affine(enc.numeric(clean), enc.mean_, std)
         q = self._base_prepare(clean, z, indicators=True)
         q.num = np.where(q.miss, 0.0, z)
         feats = np.concatenate([q.num, q.onehot.astype(np.float64) / np.sqrt(2.0)], axis=1)
-        sq = np.einsum("ij,ij->i", feats, feats)
-        q.feats = feats  # type: ignore[attr-defined]
+        absmax = np.abs(feats).max(axis=1) if feats.shape[1] else np.zeros(len(feats))
+        q.tame = np.isfinite(absmax) & (absmax <= _L2_TAME)
+        fast = np.where(q.tame[:, None], feats, 0.0)
+        sq = np.einsum("ij,ij->i", fast, fast)
+        q.feats = feats
         if fitting:
-            q.aug = np.column_stack([feats, np.ones(len(feats)), sq]).astype(np.float32)
+            q.aug = np.column_stack([fast, np.ones(len(feats)), sq]).astype(np.float32)
         else:
-            q.aug = np.column_stack([-2.0 * feats, sq, np.ones(len(feats))]).astype(np.float32)
-        q.sq = sq  # type: ignore[attr-defined]
+            q.aug = np.column_stack([-2.0 * fast, sq, np.ones(len(feats))]).astype(np.float32)
+        q.sq = sq
         return q
 
     def _fit_extra(self) -> None:
-        self._ref_sq_max = float(self.ref_.sq.max()) if len(self.ref_) else 0.0  # type: ignore[attr-defined]
-        self._dim = self.ref_.aug.shape[1]
+        self._ref_sq_max = float(self.ref_.sq.max()) if len(self.ref_) else 0.0  # type: ignore[union-attr]
+        self._dim = self.ref_.aug.shape[1]  # type: ignore[union-attr]
 
     def block(self, q: Queries, rows: slice) -> Block:
-        key = q.aug[rows] @ self.ref_.aug.T  # squared distances (float32)
-        err = (2 * self._dim + 8) * EPS32 * (q.sq[rows] + self._ref_sq_max + 1.0)  # type: ignore[attr-defined]
+        key = q.aug[rows] @ self.ref_.aug.T  # type: ignore[index,union-attr]  # squared distances (float32)
+        err = (2 * self._dim + 8) * EPS32 * (q.sq[rows] + self._ref_sq_max + 1.0)  # type: ignore[index]
+        if q.tame is not None:
+            wild = ~q.tame[rows]
+            if wild.any():
+                err = np.where(wild, np.inf, err)
+                key[wild] = 0.0
         qi = np.arange(rows.start, rows.start + key.shape[0])
 
         def exact(local_rows: np.ndarray, refs: np.ndarray) -> np.ndarray:
@@ -392,5 +848,6 @@ class L2Distance(Distance):
         return Block(key=key, margin=err, exact=exact, key_to_distance=key_to_distance, distance_to_key=distance_to_key)
 
     def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
-        diff = q.feats[q_idx] - self.ref_.feats[r_idx]  # type: ignore[attr-defined]
-        return np.sqrt(np.einsum("ij,ij->i", diff, diff))
+        with np.errstate(over="ignore", invalid="ignore"):
+            diff = q.feats[q_idx] - self.ref_.feats[r_idx]  # type: ignore[index]
+        return norm_rows(diff)

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem.data.io import EXACT_FLOATS
-from tabmem.errors import DataUnavailableError, TabmemError
+from tabmem.errors import DataUnavailableError, TabmemError, suggest
 
 __all__ = [
     "DOWNLOAD_TIMEOUT_S",
@@ -203,7 +203,9 @@ class DatasetFiles:
 
     def _where_to_put(self, declared: DataFile) -> str:
         folders = " or ".join(str(d) for d in self.search_dirs)
-        return f"put {declared.path!r} into {folders} (set $TABMEM_DATA_DIR or pass data_dir= / --data-dir to use another directory)"
+        flag = suggest("data_dir=", "--data-dir")
+        how = f"set $TABMEM_DATA_DIR or pass {flag}" if flag else "set $TABMEM_DATA_DIR"
+        return f"put {declared.path!r} into {folders} ({how} to use another directory)"
 
     def _download(self, declared: DataFile) -> Path:
         name = self.spec.name
@@ -243,13 +245,14 @@ class DatasetFiles:
             return dest
         if mismatches:
             raise ChecksumMismatchError(
-                f"dataset {name!r}: downloaded {declared.path!r} but its checksum is wrong, so nothing was saved:\n  - "
-                + "\n  - ".join(mismatches + failures)
+                f"dataset {name!r}: downloaded {declared.path!r} but its checksum is wrong, so nothing was saved ("
+                + "; ".join(mismatches + failures)
+                + ")"
             )
-        raise DataUnavailableError(
-            f"dataset {name!r}: could not download {declared.path!r} (offline or the source moved):\n  - "
-            + "\n  - ".join(failures)
-            + f"\nDownload it on a connected machine from {declared.urls[0]} and "
+        raise DataUnavailableError(  # one line: every source tried, then what to do
+            f"dataset {name!r}: could not download {declared.path!r} (offline or the source moved: "
+            + "; ".join(failures)
+            + f"); download it on a connected machine from {declared.urls[0]} and "
             + self._where_to_put(declared)
         )
 

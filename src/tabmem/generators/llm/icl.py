@@ -16,8 +16,17 @@ Backends:
   ``OPENAI_API_KEY``), retrying 429/5xx/network errors with exponential backoff and jitter and
   honouring ``Retry-After``.
 
+Bounded time: every attempt waits at most ``timeout`` seconds for the server (default 30; a
+server that accepts the connection and never answers costs ``timeout`` per attempt), a request
+makes at most ``max_retries + 1`` attempts with backoffs of at most ``max_backoff`` seconds, and
+:meth:`ICLGenerator.sample` makes at most ``max_rounds`` requests: the worst case is
+``max_rounds * ((max_retries + 1) * timeout + max_retries * max_backoff)``, and a dead backend
+fails after the first request's attempts. ``sample(progress=...)`` reports every request.
+
 Privacy note: the prompt sends ``n_context`` training rows to the backend; summary statistics
-are computed from those context rows only, so nothing else of the training table leaves.
+are computed from those context rows only, so nothing else of the training table leaves. An HTTP
+error's response body may echo the prompt (training rows), so messages give the status and its
+reason only; ``show_body=True`` adds the first 500 characters of the body, for debugging.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabmem._checks import check_int, check_number
 from tabmem.data.schema import Schema, validate_table
 from tabmem.data.serialization import get_serializer
 from tabmem.errors import TabmemError
@@ -50,9 +60,13 @@ class OpenAIBackend:
             ``TABMEM_OPENAI_BASE_URL`` or ``OPENAI_BASE_URL``.
         api_key: default from ``OPENAI_API_KEY`` (may be empty for local servers). Never logged.
         model: model name sent in the request.
+        timeout: seconds an attempt waits for the server (connection and each read).
         max_retries: retries after the first attempt (429, 5xx, timeouts, connection errors).
         backoff, max_backoff: delay ``min(max_backoff, backoff * 2**attempt)`` times a jitter in
-            [0.5, 1]; a ``Retry-After`` header (seconds) takes precedence.
+            [0.5, 1]; a ``Retry-After`` header (seconds) takes precedence, capped at ``max_backoff``.
+        show_body: put the first 500 characters of an error response's body in the message
+            (off by default: a body may echo the prompt, i.e. training rows).
+        on_retry: called with ``(attempt, max_attempts, reason)`` before each retry (progress).
     """
 
     RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -62,12 +76,14 @@ class OpenAIBackend:
         base_url: str | None = None,
         api_key: str | None = None,
         model: str = "gpt-4o-mini",
-        timeout: float = 120.0,
-        max_retries: int = 5,
+        timeout: float = 30.0,
+        max_retries: int = 3,
         backoff: float = 1.0,
-        max_backoff: float = 60.0,
+        max_backoff: float = 30.0,
         random_state: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        show_body: bool = False,
+        on_retry: Callable[[int, int, str], None] | None = None,
     ) -> None:
         url = base_url or os.environ.get("TABMEM_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
         if not url:
@@ -77,10 +93,12 @@ class OpenAIBackend:
         self.base_url = url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
         self.model = model
-        self.timeout = timeout
-        self.max_retries = int(max_retries)
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
+        self.timeout = check_number("timeout", timeout, low=0.0, low_open=True)
+        self.max_retries = check_int("max_retries", max_retries, low=0)
+        self.backoff = check_number("backoff", backoff, low=0.0)
+        self.max_backoff = check_number("max_backoff", max_backoff, low=0.0)
+        self.show_body = bool(show_body)
+        self.on_retry = on_retry
         self._jitter = random.Random(random_state)
         self._sleep = sleep
         self.n_requests_ = 0
@@ -96,6 +114,17 @@ class OpenAIBackend:
             except ValueError:
                 pass
         return min(self.max_backoff, self.backoff * 2**attempt) * (0.5 + 0.5 * self._jitter.random())
+
+    def _http_error(self, exc: urllib.error.HTTPError) -> str:
+        """``HTTP 400 (Bad Request)``; the body only with ``show_body`` (it may echo the prompt)."""
+        text = f"HTTP {exc.code}" + (f" ({exc.reason})" if exc.reason else "")
+        if self.show_body:
+            try:
+                body = exc.read().decode("utf-8", "replace")[:500]
+                text += ": " + body.replace("\r", "\\r").replace("\n", "\\n")  # one line
+            except OSError:
+                pass
+        return text
 
     def complete(
         self, messages: Messages, *, temperature: float = 1.0, max_tokens: int = 2048, seed: int | None = None
@@ -113,30 +142,44 @@ class OpenAIBackend:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         url = self.base_url + "/chat/completions"
+        attempts = self.max_retries + 1
         last = ""
-        for attempt in range(self.max_retries + 1):
+        for attempt in range(attempts):
             self.n_requests_ += 1
             req = urllib.request.Request(url, data=data, headers=headers, method="POST")
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    payload = json.loads(resp.read().decode("utf-8"))
+                    raw = resp.read()
+                payload = json.loads(raw.decode("utf-8", "replace"))
                 try:
                     return str(payload["choices"][0]["message"]["content"] or "")
                 except (KeyError, IndexError, TypeError):
                     raise TabmemError(f"OpenAI backend: unexpected response shape from {url}") from None
             except urllib.error.HTTPError as exc:
-                detail = exc.read().decode("utf-8", "replace")[:200]
+                last = self._http_error(exc)
                 if exc.code not in self.RETRY_STATUS:
-                    raise TabmemError(f"OpenAI backend: HTTP {exc.code} from {url}: {detail}") from None
-                last = f"HTTP {exc.code}: {detail}"
+                    raise TabmemError(f"OpenAI backend: {url}: {last}") from None
                 delay = self._delay(attempt, exc.headers.get("Retry-After") if exc.headers else None)
-            except (urllib.error.URLError, TimeoutError, ConnectionError, json.JSONDecodeError) as exc:
-                last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+            except (TimeoutError, urllib.error.URLError, ConnectionError, json.JSONDecodeError, OSError) as exc:
+                last = self._network_error(exc)
                 delay = self._delay(attempt, None)
             if attempt < self.max_retries:
                 self.n_retries_ += 1
+                if self.on_retry is not None:
+                    self.on_retry(attempt + 2, attempts, last)
                 self._sleep(delay)
-        raise TabmemError(f"OpenAI backend: {url} failed after {self.max_retries + 1} attempts (last: {last})")
+        plural = "s" if attempts != 1 else ""
+        raise TabmemError(f"OpenAI backend: {url}: {last}; gave up after {attempts} attempt{plural}")
+
+    def _network_error(self, exc: BaseException) -> str:
+        if isinstance(exc, json.JSONDecodeError):
+            return "the response is not JSON"
+        reason = getattr(exc, "reason", exc)
+        if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError) or "timed out" in str(reason):
+            return f"timed out after {self.timeout:g} s"
+        if isinstance(reason, ConnectionRefusedError) or isinstance(exc, ConnectionRefusedError):
+            return "connection refused"
+        return f"network error ({type(reason).__name__})"
 
 
 class HFBackend:
@@ -321,15 +364,25 @@ class ICLGenerator:
         res = self.serializer_.parse(lines)
         return res.table.reset_index(drop=True), res.n_invalid
 
-    def sample(self, n: int, *, random_state: int | None = None) -> pd.DataFrame:
-        """``n`` valid rows (requests repeated until enough are valid; ``last_sample_stats_`` counts them)."""
+    def sample(
+        self,
+        n: int,
+        *,
+        random_state: int | None = None,
+        progress: Callable[[dict[str, int]], None] | None = None,
+    ) -> pd.DataFrame:
+        """``n`` valid rows (requests repeated until enough are valid; ``last_sample_stats_`` counts them).
+
+        ``progress(stats)`` is called after every request with ``requests``, ``rows_valid``,
+        ``rows_parsed``, ``invalid_lines``, ``retries`` and ``n``.
+        """
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise TabmemError(f"sample: n must be a positive integer, got {n!r}")
         if not hasattr(self, "serializer_"):
             raise TabmemError("ICLGenerator is not fitted: call fit(train) first")
         rng = np.random.default_rng(self.random_state if random_state is None else random_state)
         parts, have = [], 0
-        stats = {"requests": 0, "rows_parsed": 0, "invalid_lines": 0}
+        stats = {"requests": 0, "rows_parsed": 0, "invalid_lines": 0, "retries": 0, "rows_valid": 0, "n": int(n)}
         while have < n:
             if stats["requests"] >= int(self.max_rounds):
                 raise TabmemError(
@@ -347,8 +400,12 @@ class ICLGenerator:
             stats["requests"] += 1
             stats["rows_parsed"] += len(table)
             stats["invalid_lines"] += bad
+            stats["retries"] = int(getattr(self.backend, "n_retries_", 0))
             if len(table):
                 parts.append(table)
                 have += len(table)
+            stats["rows_valid"] = min(have, int(n))
+            if progress is not None:
+                progress(dict(stats))
         self.last_sample_stats_ = stats
         return pd.concat(parts, ignore_index=True).iloc[:n].reset_index(drop=True)

@@ -1,0 +1,61 @@
+"""``tabmem report DIR``: one self-contained HTML report from a study, a train run or audit/attack/quality outputs."""
+
+from __future__ import annotations
+
+import click
+
+from tabmem.cli._options import prepare_out_file, read_user_table
+
+
+@click.command("report")
+@click.argument("directory", metavar="DIR", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="HTML file to write (default: DIR/report.html).",
+)
+@click.option(
+    "--show-records",
+    is_flag=True,
+    help="Also show the most-replicated training records WITH THEIR VALUES (default: positions and counts only).",
+)
+@click.option(
+    "--train",
+    "train",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="With --show-records: the training table (default: the one the run recorded).",
+)
+@click.option("--dataset", default=None, help="With --show-records: the registered dataset trained on.")
+@click.option(
+    "--data-dir", type=click.Path(file_okay=False), default=None, help="Dataset directory (default $TABMEM_DATA_DIR)."
+)
+@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of a CSV --train.")
+def report(directory, out, show_records, train, dataset, data_dir, encoding) -> None:
+    """Write a self-contained HTML report (verdict, plots, tables) from DIR.
+
+    DIR is a study (tabmem run), a tabmem train run directory, an audit/attack/quality output
+    directory, or a directory of those (tabmem demo's output). The report opens offline and
+    shows positions and counts of training records only, unless --show-records.
+    """
+    from tabmem.errors import TabmemError
+    from tabmem.experiments.report import write_report
+
+    if (train or dataset) and not show_records:
+        raise TabmemError("--train/--dataset only serve --show-records (the report reads everything else from DIR)")
+    if train and dataset:
+        raise click.UsageError("give at most one of --train FILE or --dataset NAME")
+    if out is not None:
+        prepare_out_file(out)  # before any work: the folder can be created and written
+    table = None
+    if train:
+        table = read_user_table(train, encoding=encoding, option="--train")
+    elif dataset:
+        from tabmem.data.datasets import load_dataset
+
+        table = load_dataset(dataset, data_dir=data_dir).train
+    path = write_report(directory, out, show_records=show_records, train=table, data_dir=data_dir)
+    size = path.stat().st_size
+    click.echo(f"wrote {path} ({size / 1024:.0f} KiB, self-contained: open it in any browser, no network needed)")

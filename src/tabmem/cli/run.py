@@ -1,0 +1,101 @@
+"""``tabmem run``: run a study file (TOML) into a directory, locally or on Ray (a shell over :func:`run_study`).
+
+Study files, the grid, the step pipeline and the results table: ``docs/studies.md`` and
+:mod:`tabmem.experiments.study` / :mod:`tabmem.experiments.store`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from tabmem.errors import TabmemError
+
+
+@click.command("run")
+@click.argument("study_path", metavar="STUDY.toml", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="local: worker processes on this machine; ray: Ray tasks (a cluster with --address).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Parallel tasks (default: available CPUs / the study's threads; ray: no limit).",
+)
+@click.option(
+    "--address", default=None, help="Ray cluster to join (auto, or ray://host:port); default: start a local one."
+)
+@click.option(
+    "--storage",
+    type=click.Choice(["shared", "gather"]),
+    default="shared",
+    show_default=True,
+    help="ray: workers write into --out (shared path), or send their outputs back to it (gather).",
+)
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    metavar="PATTERN",
+    help="Run only the cells whose name matches the glob (adult/*/seed=0) or whose id starts with it; repeatable.",
+)
+@click.option("--dry-run", is_flag=True, help="Print the cells, their state and the cost estimate; run nothing.")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Dataset directory (default: the study's data_dir, then $TABMEM_DATA_DIR, then the cache).",
+)
+@click.option(
+    "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Study directory."
+)
+def run(
+    study_path: Path,
+    executor: str,
+    jobs: int | None,
+    address: str | None,
+    storage: str,
+    only: tuple[str, ...],
+    dry_run: bool,
+    data_dir: str | None,
+    out_dir: Path,
+) -> None:
+    """Run every cell of STUDY.toml into --out; finished cells are skipped, interrupted ones resume."""
+    from tabmem.experiments.runner import plan_study, run_study
+    from tabmem.experiments.study import load_study
+
+    study = load_study(study_path)
+    if address is not None and executor != "ray":
+        raise TabmemError("--address applies to --executor ray")
+    if dry_run:
+        plan = plan_study(study, out_dir, only=only, executor=executor, jobs=jobs)
+        for line in plan.describe():
+            click.echo(line)
+        return
+    try:
+        outcome = run_study(
+            study,
+            out_dir,
+            executor=executor,
+            jobs=jobs,
+            address=address,
+            only=only,
+            storage=storage,
+            data_dir=data_dir,
+            echo=lambda line: click.echo(line),
+        )
+    except KeyboardInterrupt:
+        click.echo("interrupted: finished cells are kept; run the same command again to resume the others", err=True)
+        sys.exit(130)
+    if outcome.failed:
+        click.echo(f"{len(outcome.failed)} cell(s) failed; run the same command again to retry them:", err=True)
+        for name, cid, error in outcome.failed:
+            click.echo(f"  {name} ({cid}): {error}", err=True)
+        sys.exit(1)

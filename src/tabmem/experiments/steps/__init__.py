@@ -1,0 +1,13 @@
+"""Pipeline steps of a study cell, one registry (:data:`STEPS`); the interface is in :mod:`.base`.
+
+Built-in steps: ``train`` (:func:`tabmem.experiments.train_to_dir`), ``sample`` (sampling options
+and defences), ``audit`` (replica detection with the holdout baseline), ``attack`` (membership
+inference), ``quality`` (fidelity and utility). Issue 10's mitigation steps register here too.
+"""
+
+from __future__ import annotations
+
+from tabmem.experiments.steps.base import STEPS, CellInfo, Step, StepContext, register_step
+from tabmem.experiments.store import metric
+
+__all__ = ["STEPS", "CellInfo", "Step", "StepContext", "metric", "register_step"]

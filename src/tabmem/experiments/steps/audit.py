@@ -1,0 +1,133 @@
+"""``audit``: replica detection of the cell's synthetic table, next to the holdout baseline.
+
+For each distance of ``[audit] distances`` it fits a :class:`ReplicaDetector` on the training rows
+(the original ones, before any mitigation: memorization is measured against everyone who
+contributed data) and writes the ``tabmem audit`` layout into ``audit/<distance>/`` (summary.json,
+replicas.csv, records.csv). The holdout is the test split (``holdout = "test"``, capped at
+``n_holdout`` rows by a seeded subsample), or none. Rates get percentile-bootstrap intervals
+(:mod:`tabmem.memorization.uncertainty`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tabmem.experiments._fields import Field, choice, integer, number, string_list
+from tabmem.experiments.estimate import audit_seconds
+from tabmem.experiments.inputs import subsample_rows
+from tabmem.experiments.steps.base import CellInfo, Step, StepContext, register_step, require_test
+from tabmem.experiments.store import MetricRow, metric
+
+
+def _distances() -> list[str]:
+    from tabmem.neighbors.distances import DISTANCES
+
+    return DISTANCES.names()
+
+
+@register_step("audit")
+class AuditStep(Step):
+    """Memorization rate, Mem-AUC and per-record counts per distance, with the holdout baseline and CIs."""
+
+    options = {
+        "distances": Field(["fang2024"], string_list(_distances), "replica distances, one audit each"),
+        "threshold": Field(1 / 3, number(0, 1, low_open=True), "replica when d1/d2 < threshold"),
+        "holdout": Field("test", choice(["test", "none"]), "real rows not trained on: the baseline"),
+        "n_holdout": Field(None, integer(1, none=True), "cap on holdout rows (seeded subsample)"),
+        "nan": Field("error", choice(["error", "drop", "match"]), "missing numerical values"),
+        "unseen": Field("mismatch", choice(["error", "drop", "mismatch"]), "categories absent from training"),
+        "n_bootstrap": Field(1000, integer(0), "bootstrap resamples of the rate intervals (0: none)"),
+        "memory_gb": Field(1.0, number(1 / 64, 1024), "working memory of the neighbour search (GiB)"),
+    }
+    needs = ("synthetic",)
+
+    @classmethod
+    def configure(cls, options: Mapping[str, Any], cell: CellInfo, where: str) -> dict[str, Any]:
+        require_test(cell, "holdout", options["holdout"], where)
+        return dict(options)
+
+    def run(self, ctx: StepContext) -> list[MetricRow]:
+        from tabmem.data.schema import validate
+        from tabmem.memorization.replicas import ReplicaDetector
+
+        c = self.config
+        schema = ctx.data.schema
+        fit_nan = "match" if c["nan"] in ("match", "drop") else "error"
+        train = validate(ctx.data.train, schema, name="training", nan=fit_nan)  # once for every distance
+        synthetic = ctx.read_table("synthetic")
+        holdout = _holdout(ctx, c["holdout"], c["n_holdout"])
+        rows: list[MetricRow] = []
+        for distance in c["distances"]:
+            detector = ReplicaDetector(
+                distance,
+                c["threshold"],
+                nan=c["nan"],
+                n_jobs=ctx.threads,
+                memory_budget=int(c["memory_gb"] * 2**30),
+            ).fit(train, schema)
+            result = detector.score(synthetic, holdout=holdout, unseen=c["unseen"])
+            # the intervals in results.parquet are those of summary.json (one computation)
+            s = result.save(
+                ctx.out / distance,
+                {"schema": schema.to_dict()},
+                n_bootstrap=c["n_bootstrap"],
+                random_state=ctx.seed_for(f"audit-{distance}"),
+            )
+            k, n = int(s["n_replicas"]), int(s["n_synthetic"])
+            tail = s["heavy_tail"]
+            hold = result.holdout
+            hold_rate = s.get("holdout_memorization_rate")
+
+            def m(name: str, value: Any, **kw: Any) -> MetricRow:
+                return metric(name, value, component=distance, **kw)  # noqa: B023 - used at once
+
+            rows.append(
+                m(
+                    "memorization_rate",
+                    s["memorization_rate"],
+                    ci=tuple(s["memorization_rate_ci"]),
+                    goal="minimize",
+                    baseline=hold_rate,
+                )
+            )
+            if hold is not None:
+                rows.append(m("holdout_memorization_rate", hold_rate, ci=tuple(s["holdout_memorization_rate_ci"])))
+                rows.append(
+                    m(
+                        "excess_memorization",
+                        s["excess_memorization"],
+                        ci=tuple(s["excess_memorization_ci"]),
+                        goal="minimize",
+                        baseline=0.0,
+                    )
+                )
+            rows.append(m("mem_auc", s["mem_auc"], goal="minimize", baseline=s.get("holdout_mem_auc")))
+            rows.append(m("mem_auc_trapz10", s["mem_auc_trapz10"], goal="minimize"))
+            if hold is not None:
+                rows.append(m("holdout_mem_auc", s["holdout_mem_auc"]))
+            rows += [
+                m("n_replicas", k),
+                m("n_synthetic", n),
+                m("n_holdout", s.get("n_holdout")),
+                m("n_records_with_replicas", tail["n_records_with_replicas"]),
+                m("top_1pct_share", tail["top_1pct_share"]),
+                m("top_10pct_share", tail["top_10pct_share"]),
+                m("gini", tail["gini"]),
+            ]
+        return rows
+
+    @classmethod
+    def estimate(cls, config: Mapping[str, Any], cell: CellInfo) -> float:
+        n = float(cell.dataset.n_rows or 10_000)
+        n_hold = 0.0 if config["holdout"] == "none" else float(config["n_holdout"] or n)
+        return audit_seconds(len(config["distances"]), n, n_hold, cell)
+
+
+def _holdout(ctx: StepContext, which: str, cap: int | None):
+    """The test split (or None), capped at ``cap`` rows by a seeded subsample."""
+    if which == "none" or ctx.data.test is None:
+        return None
+    test = ctx.data.test
+    rows = subsample_rows(len(test), cap, ctx.seed_for("holdout"))
+    return test if len(rows) == len(test) else test.iloc[rows].reset_index(drop=True)

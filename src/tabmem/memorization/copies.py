@@ -1,0 +1,158 @@
+"""Two audit figures that need no distance: exact copies and rare-value leakage.
+
+* **Exact copies** (:class:`ExactCopies`): a synthetic row identical to some training row in
+  every column (validated values: numericals as float64, ``-0.0 == 0.0``, a missing value equal
+  to a missing value; categories as canonical strings). The papers' ratio rule cannot see a copy
+  of a training row that is itself duplicated in the training table (``d1 = d2 = 0``, an
+  undefined ratio that the rule counts as *not* memorized) nor any copy when the training table
+  has one row (``d2 = inf``); this figure counts them all.
+* **Rare-value leakage** (:class:`RareValues`): the training values that occur in fewer than
+  ``k`` training rows (``k = 2``: values that occur once), per column, categorical or numerical
+  (exact float equality; missing values are not values). A synthetic row *leaks* when it holds
+  at least one of them. One-off values (an outlier income, a unique job title) identify people
+  even when the row as a whole is not a replica; a generator repeating them has memorized them.
+  As every figure, it is measured against real rows never trained on (the holdout): a holdout
+  row holds a rare training value by chance alone, which is the baseline.
+
+Both are fitted once on the validated training table and then score any number of tables;
+hashing makes them linear in the table sizes, and every hash match is verified on the values, so
+the figures are exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tabmem._checks import check_int
+from tabmem.data.schema import NA_CATEGORY, Schema
+
+__all__ = ["ExactCopies", "RareValues", "RareValueCounts"]
+
+
+def _normalised(clean: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """Clean values with one bit pattern per value (``-0.0 -> 0.0``, one NaN), in schema order."""
+    out = {}
+    for c in schema.columns:
+        col = clean[c]
+        if c in schema.numerical:
+            v = col.to_numpy(dtype=np.float64) + 0.0
+            out[c] = np.where(np.isnan(v), np.nan, v)
+        else:
+            out[c] = col.to_numpy(dtype=object)
+    return pd.DataFrame(out, index=clean.index)
+
+
+def _hash_rows(frame: pd.DataFrame) -> np.ndarray:
+    return pd.util.hash_pandas_object(frame, index=False).to_numpy(dtype=np.uint64)
+
+
+class ExactCopies:
+    """Which rows of a table are identical, in every column, to some training row."""
+
+    def fit(self, train_clean: pd.DataFrame, schema: Schema) -> ExactCopies:
+        self.schema_ = schema
+        self.train_ = _normalised(train_clean, schema).reset_index(drop=True)
+        hashes = _hash_rows(self.train_)
+        self.order_ = np.argsort(hashes, kind="stable")
+        self.sorted_ = hashes[self.order_]
+        return self
+
+    def match(self, clean: pd.DataFrame) -> np.ndarray:
+        """One bool per row of ``clean``: identical to some training row."""
+        query = _normalised(clean, self.schema_).reset_index(drop=True)
+        out = np.zeros(len(query), dtype=bool)
+        if len(query) == 0 or len(self.sorted_) == 0:
+            return out
+        h = _hash_rows(query)
+        lo = np.searchsorted(self.sorted_, h, side="left")
+        hi = np.searchsorted(self.sorted_, h, side="right")
+        candidates = np.flatnonzero(hi > lo)
+        if candidates.size == 0:
+            return out
+        # verify the first training row with the same hash on the values (exact, not probabilistic)
+        first = self.order_[lo[candidates]]
+        same = self._equal(query.iloc[candidates], self.train_.iloc[first])
+        out[candidates[same]] = True
+        for i in candidates[~same]:  # a hash collision: try every training row with that hash
+            for j in self.order_[lo[i] : hi[i]]:
+                if self._equal(query.iloc[[i]], self.train_.iloc[[j]])[0]:
+                    out[i] = True
+                    break
+        return out
+
+    def _equal(self, a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
+        eq = np.ones(len(a), dtype=bool)
+        for c in self.schema_.columns:
+            x, y = a[c].to_numpy(), b[c].to_numpy()
+            if c in self.schema_.numerical:
+                x, y = x.astype(np.float64), y.astype(np.float64)
+                eq &= (x == y) | (np.isnan(x) & np.isnan(y))
+            else:
+                eq &= x == y
+        return eq
+
+
+@dataclass(frozen=True)
+class RareValueCounts:
+    """Rare-value leakage of one scored table: per row and per column (counts and positions only)."""
+
+    rows: np.ndarray  # bool per scored row: holds at least one rare training value
+    per_column: pd.DataFrame  # column, kind, n_rare, n_leaked, rows
+    k: int
+    n_rare_values: int
+
+    @property
+    def rate(self) -> float:
+        return float(self.rows.mean()) if self.rows.size else float("nan")
+
+    @property
+    def n_leaked(self) -> int:
+        """Distinct rare training values found in the scored table."""
+        return int(self.per_column["n_leaked"].sum())
+
+
+class RareValues:
+    """The training values that occur in fewer than ``k`` training rows, per column (module docstring)."""
+
+    def __init__(self, k: int = 2) -> None:
+        self.k = k
+
+    def fit(self, train_clean: pd.DataFrame, schema: Schema) -> RareValues:
+        self.k_ = check_int("rare_k", self.k, low=2)
+        self.schema_ = schema
+        norm = _normalised(train_clean, schema)
+        self.rare_: dict[str, pd.Index] = {}
+        for c in schema.columns:
+            col = norm[c]
+            present = col.notna() if c in schema.numerical else col != NA_CATEGORY
+            counts = col[present].value_counts()
+            self.rare_[c] = pd.Index(counts.index[counts.to_numpy() < self.k_])
+        return self
+
+    @property
+    def n_rare_values_(self) -> int:
+        return int(sum(len(v) for v in self.rare_.values()))
+
+    def score(self, clean: pd.DataFrame) -> RareValueCounts:
+        """Which rows of ``clean`` hold a rare training value, and how many distinct ones per column."""
+        norm = _normalised(clean, self.schema_)
+        rows = np.zeros(len(norm), dtype=bool)
+        records = []
+        for c in self.schema_.columns:
+            rare = self.rare_[c]
+            hit = norm[c].isin(rare).to_numpy() if len(rare) else np.zeros(len(norm), dtype=bool)
+            rows |= hit
+            records.append(
+                {
+                    "column": c,
+                    "kind": "numerical" if c in self.schema_.numerical else "categorical",
+                    "n_rare": len(rare),
+                    "n_leaked": int(pd.unique(norm[c].to_numpy()[hit]).size),
+                    "rows": int(hit.sum()),
+                }
+            )
+        table = pd.DataFrame(records, columns=["column", "kind", "n_rare", "n_leaked", "rows"])
+        return RareValueCounts(rows, table, self.k_, self.n_rare_values_)
