@@ -139,3 +139,20 @@ def test_bad_mitigation_entries_fail_when_the_study_is_read(write_study, entry, 
     path = write_study(_study(f'\n[[mitigations]]\nlabel = "bad"\n{entry}\n'))
     with pytest.raises(ParameterError, match=message):
         load_study(path)
+
+
+def test_shipped_mitigation_studies_parse_into_their_arms():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "studies" / "mitigation"
+    quick = load_study(root / "quick.toml")
+    assert len(quick.cells) == 8 and {c.seed for c in quick.cells} == {0, 1}
+    assert {c.labels["mitigation"] for c in quick.cells} == {"none", "random10", "dc10", "tcm30"}
+    full = load_study(root / "full.toml")
+    arms = {(c.labels["generator"], c.labels["mitigation"]) for c in full.cells}
+    assert len(full.cells) == 3 * len(arms) and {c.seed for c in full.cells} == {0, 1, 2}
+    assert {m for g, m in arms if g == "tabddpm"} == {"none", "random10", "dc10", "count10", "tcm30", "dcm", "smote30"}
+    for cell in full.cells:  # every DynamicCut warm-up is 20% of its generator's schedule
+        for step in cell.steps:
+            if step.name == "dynamiccut" and step.config["prune_by"] == "intensity":
+                assert step.config["warmup_epochs"] * 5 == step.config["resolved"]["epochs"]
