@@ -234,15 +234,21 @@ def report(out: Path, use_k: bool = False) -> None:
         print(f"\n### {tag} / {model} / {distance}\n")
         print(
             "| arm | seeds | raw rate % | holdout % | excess (pts) | change of excess vs none (pts, paired) "
-            "| rel. reduction of raw | rel. reduction of excess | Shape % | Trend % | MLE % | wall s/run |"
+            "| vs random10 (pts, paired) | rel. reduction of raw | rel. reduction of excess | Shape % | Trend % "
+            "| MLE % | wall s/run |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         base = g[g.arm == "none"]
+        control = g[g.arm == "random10"]
         arms = sorted(g.arm.unique(), key=lambda a: (order.index(a) if a in order else 99, a))
         for arm in arms:
             a = g[g.arm == arm]
             m_rate, h_rate, n = t_ci(a.rate.tolist())
-            red_raw = red_exc = delta = "-"
+            red_raw = red_exc = delta = vs_random = "-"
+            if len(control) and arm not in ("none", "random10"):
+                pc = a.merge(control[["seed", "excess"]], on="seed", suffixes=("", "_ctl"))
+                if len(pc):
+                    vs_random = fmt(*t_ci((pc.excess - pc.excess_ctl).tolist())[:2])
             if len(base) and arm != "none":
                 paired = a.merge(base[["seed", "rate", "excess"]], on="seed", suffixes=("", "_base"))
                 if len(paired):
@@ -257,7 +263,7 @@ def report(out: Path, use_k: bool = False) -> None:
                         red_exc = "n/a (no excess)"
             print(
                 f"| {arm} | {n} | {fmt(m_rate, h_rate)} | {fmt(*t_ci(a.holdout.tolist())[:2])} | "
-                f"{fmt(*t_ci(a.excess.tolist())[:2])} | {delta} | {red_raw} | {red_exc} | {fmt(*t_ci(a['shape'].tolist())[:2])} | "
+                f"{fmt(*t_ci(a.excess.tolist())[:2])} | {delta} | {vs_random} | {red_raw} | {red_exc} | {fmt(*t_ci(a['shape'].tolist())[:2])} | "
                 f"{fmt(*t_ci(a.trend.tolist())[:2])} | {fmt(*t_ci(a.mle.tolist())[:2])} | {np.nanmean(a.wall_s):.0f} |"
             )
     overlap_report(out)
