@@ -114,6 +114,43 @@ def test_top_and_overlap():
     assert rk.overlap(other, 0.1) == 0.0 and rk.overlap(rk, 0.25) == 1.0
 
 
+def _tied_scores(rng, n):
+    """Replica-count-like scores: most records 0, a few small counts (many ties at a 10% cut)."""
+    return rng.choice([0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 2.0, np.nan], size=n)
+
+
+def test_inclusion_and_expected_overlap_match_a_brute_force_over_random_tie_breaks():
+    rng = np.random.default_rng(3)
+    a_scores, b_scores = _tied_scores(rng, 40), _tied_scores(rng, 40)
+    a = Ranking.from_scores(a_scores, method="count", random_state=0)
+    b = Ranking.from_scores(b_scores, method="count", random_state=0)
+    # brute force: the top 4 (ceil(0.1 x 40)) under many independent tie-breaks of each ranking
+    hits_a, hits_b, overlaps = np.zeros(40), np.zeros(40), []
+    for r in range(4000):
+        ta = Ranking.from_scores(a_scores, method="count", random_state=10_000 + r).top(0.1)
+        tb = Ranking.from_scores(b_scores, method="count", random_state=20_000 + r).top(0.1)
+        hits_a[ta] += 1
+        hits_b[tb] += 1
+        overlaps.append(len(np.intersect1d(ta, tb)) / 4)
+    np.testing.assert_allclose(a.inclusion(0.1), hits_a / 4000, atol=0.03)
+    assert a.inclusion(0.1).sum() == pytest.approx(4.0)
+    assert a.expected_overlap(b, 0.1) == pytest.approx(np.mean(overlaps), abs=0.02)
+    # without ties the expectation is the overlap itself
+    c = Ranking.from_scores(rng.random(40), method="x")
+    d = Ranking.from_scores(rng.random(40), method="y")
+    assert c.expected_overlap(d, 0.25) == pytest.approx(c.overlap(d, 0.25))
+
+
+def test_a_shared_tie_break_inflates_overlap_but_not_the_expected_overlap():
+    # two count rankings with no replicas at all: every record tied; the same seed breaks both ties alike
+    a = Ranking.from_scores(np.zeros(1000), method="count", random_state=7)
+    b = Ranking.from_scores(np.zeros(1000), method="count", random_state=7)
+    assert a.overlap(b, 0.1) == 1.0
+    assert a.expected_overlap(b, 0.1) == pytest.approx(0.1)  # chance
+    with pytest.raises(ParameterError, match="different tables"):
+        a.expected_overlap(Ranking.from_scores(np.zeros(10), method="count"), 0.1)
+
+
 def test_save_load_roundtrip_and_refusal_for_another_table(tmp_path, tracked):
     df, schema, tracker, _ = tracked
     rk = rank_records(tracker, "intensity", top_k=2, warmup_epochs=4)

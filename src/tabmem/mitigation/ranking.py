@@ -124,6 +124,31 @@ class Ranking:
         a, b = self.top(prune), other.top(prune)
         return len(np.intersect1d(a, b)) / len(a)
 
+    def inclusion(self, prune: float) -> np.ndarray:
+        """Probability that each record is in the top ``ceil(prune N)`` when ties at the cut are broken
+        uniformly at random: 1 above the cut's score, ``m / t`` at it (``m`` of its ``t`` tied records
+        are needed), 0 below. The seeded tie-break of :meth:`top` is one draw of this."""
+        k = n_to_prune(self.n_train, prune)
+        s = self.table["score"].to_numpy(dtype=np.float64)
+        key = np.where(np.isnan(s), -np.inf, s)
+        cut = np.sort(key)[::-1][k - 1]
+        above, at = key > cut, key == cut
+        out = above.astype(np.float64)
+        out[at] = (k - int(above.sum())) / int(at.sum())
+        return out[np.argsort(self.table["train_row"].to_numpy())]
+
+    def expected_overlap(self, other: Ranking, prune: float) -> float:
+        """:meth:`overlap` averaged over independent random tie-breaks of both rankings.
+
+        Rankings built with the same ``random_state`` share their tie-break permutation, so records
+        tied at both cuts (a count ranking where most records have no replica) fall into both tops
+        together and :meth:`overlap` overstates their agreement; this does not (chance level: ``prune``).
+        """
+        if other.n_train != self.n_train:
+            raise ParameterError(f"rankings of different tables ({self.n_train} vs {other.n_train} records)")
+        k = n_to_prune(self.n_train, prune)
+        return float(np.dot(self.inclusion(prune), other.inclusion(prune)) / k)
+
     def check_table(self, fingerprint: str | None, n_train: int, *, what: str = "ranking") -> None:
         """Refuse a ranking computed on another table (different fingerprint or size)."""
         if self.n_train != int(n_train):
