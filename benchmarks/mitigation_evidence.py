@@ -212,8 +212,9 @@ def report(out: Path, use_k: bool = False) -> None:
         )
         for distance in ("fang2024", "gower"):
             d = dict(r[distance])
-            if rk is not None:  # the mean over k more samples (same model)
-                d.update({key: rk[distance][key] for key in ("memorization_rate", "excess_memorization")})
+            if rk is not None:  # the mean over this sample and the k more ones (same model)
+                pooled = float(np.mean([d["memorization_rate"], *rk[distance]["rates"]]))
+                d.update(memorization_rate=pooled, excess_memorization=pooled - d["holdout_memorization_rate"])
             q = r["fang2024"].get("quality") or {}
             rows.append(
                 {
@@ -410,7 +411,9 @@ def main() -> None:
     ap.add_argument("--data-dir", default="/work/shared/datasets")
     ap.add_argument("--out", default="runs/mitigation")
     ap.add_argument("--report", action="store_true")
-    ap.add_argument("--use-k", action="store_true", help="--report: rates averaged over the eval_k.json samples")
+    ap.add_argument(
+        "--use-k", action="store_true", help="--report: rates averaged over eval.json's sample and the eval_k.json ones"
+    )
     ap.add_argument("--reeval", type=int, default=0, help="score K more samples of every finished run")
     args = ap.parse_args()
     if args.reeval:
