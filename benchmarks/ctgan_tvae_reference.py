@@ -34,6 +34,11 @@ conditions with the empirical category frequencies); all reference variants of a
 package. Tabmem variants that differ only in sampling options (``sample_conditions``, ``sample_batch_norm``,
 ``numerical_decoding``, ``discrete_sampling``) share one saved fit; tabmem fits checkpoint every 10 epochs
 and a rerun of the same command resumes them. ``--reference`` or ``--tabmem`` with no value skips that side.
+
+Rescoring never refits: delete (or move) a run's JSON and rerun; the saved tabmem fit and the package's
+samples (CSV, with its fitted model pickled next to them) are reused. ``--track-every K`` (CTGAN) records
+the label share and condition fidelity of ``--track-rows`` generated rows every K epochs during both fits
+(``ctgan_condition_fidelity.py``; training is unchanged).
 """
 
 from __future__ import annotations
@@ -68,9 +73,27 @@ def _worker(spec_path: str) -> None:
         from ctgan import TVAE as Model
     model = Model(epochs=spec["epochs"], enable_gpu=False)
     model.set_random_state(spec["seed"])
+    track: list[dict] = []
+    if spec.get("track_every") and spec["model"] == "ctgan":
+        # condition fidelity every k epochs: stands in for the package's tqdm, measures after each k-th epoch
+        # (RNG states and BatchNorm buffers restored, so training is unchanged); imports nothing from tabmem
+        import ctgan.synthesizers.ctgan as ctgan_module
+
+        from ctgan_condition_fidelity import reference_measure
+
+        def tracked(iterable, disable=True):
+            for epoch in iterable:
+                yield epoch
+                if (epoch + 1) % spec["track_every"] == 0:
+                    rec = reference_measure(model, spec["track_rows"], spec["seed"] + 1)
+                    track.append({"epoch": epoch + 1, **rec})
+
+        ctgan_module.tqdm = tracked
     t0 = time.perf_counter()
     model.fit(train, spec["discrete"])
     fit_s = time.perf_counter() - t0
+    if spec.get("save"):  # the fitted package model (its own pickle), for later sampling
+        model.save(spec["save"])
 
     sample_s = {}
     for variant in spec["samples"]:
@@ -116,6 +139,7 @@ def _worker(spec_path: str) -> None:
         "fit_seconds": fit_s,
         "sample_seconds": sample_s,
         "losses": per_epoch,
+        "track": track,
     }
     Path(spec["result_json"]).write_text(json.dumps(out))
 
@@ -170,6 +194,11 @@ def _score(synth, ds, detector, hold_result) -> dict:
         "holdout_rate_pct": 100 * hold_result.memorization_rate,
         "shape": Shape().evaluate(train, synth, schema).value,
         "trend": Trend().evaluate(train, synth, schema).value,
+        # bins on the real table's edges: not moved by a handful of generated values outside the real range
+        "trend_real_edges": Trend(binning="real_edges").evaluate(train, synth, schema).value,
+        "outside_real_range": {
+            c: float(((synth[c] < train[c].min()) | (synth[c] > train[c].max())).mean()) for c in schema.numerical
+        },
         "tvd": tvd,
         "max_tvd": max(tvd.values()) if tvd else 0.0,
         "numerical": num,
@@ -193,25 +222,34 @@ def _run_reference(args, ds, variants: list[str], seed: int, workdir: Path) -> l
         "train_csv": str(train_csv),
         "discrete": list(ds.schema.categorical),
         "n_sample": len(ds.train),
+        "track_every": args.track_every,
+        "track_rows": args.track_rows,
         "samples": [
             {"options": {k: str(v) for k, v in _parse_variant(v)[1].items()}, "csv": c} for v, c in zip(variants, csvs)
         ],
         "result_json": str(workdir / f"{args.model}_{base}.worker.json"),
+        "save": str(workdir / f"{args.model}_{base}.model.pkl"),
     }
     spec_path = workdir / f"{args.model}_{base}.spec.json"
     spec_path.write_text(json.dumps(spec))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     env.pop("PYTHONPATH", None)
     t0 = time.perf_counter()
-    subprocess.run([args.ref_python, __file__, "--worker", str(spec_path)], check=True, env=env)
+    if not (Path(spec["result_json"]).exists() and all(Path(c).exists() for c in csvs)):
+        # else: rescoring (a run's JSON was deleted) reuses the package's samples instead of refitting
+        subprocess.run([args.ref_python, __file__, "--worker", str(spec_path)], check=True, env=env)
     wall = time.perf_counter() - t0
     info = json.loads(Path(spec["result_json"]).read_text())
+    wall = info.setdefault("wall_seconds", wall)
+    Path(spec["result_json"]).write_text(json.dumps(info))
+    # keyed by file name: a folder of cached runs can be moved or copied and rescored
+    sample_s = {Path(k).name: v for k, v in info["sample_seconds"].items()}
     runs = []
     for csv in csvs:
         synth = pd.read_csv(csv, dtype={c: str for c in ds.schema.categorical}, keep_default_na=False)
         for c in ds.schema.numerical:  # the package returns the training dtype; CSV may turn ints to floats
             synth[c] = synth[c].astype(ds.train[c].dtype) if synth[c].notna().all() else synth[c]
-        runs.append((synth, {**info, "sample_seconds": info["sample_seconds"][csv], "wall_seconds": wall}))
+        runs.append((synth, {**info, "sample_seconds": sample_s[Path(csv).name], "wall_seconds": wall}))
     return runs
 
 
@@ -252,8 +290,14 @@ def _run_tabmem(args, ds, variant: str, seed: int, workdir: Path) -> tuple[objec
     else:
         ckpt = workdir / f"{args.model}_tabmem_fit_{key}.ckpt.pt"
         resume = {"resume_from": ckpt} if ckpt.exists() else {}
+        callbacks = []
+        if args.track_every and args.model == "ctgan":
+            from ctgan_condition_fidelity import FidelityTracker
+
+            track_path = workdir / f"{args.model}_tabmem_fit_{key}.track.json"
+            callbacks.append(FidelityTracker(args.track_every, args.track_rows, seed + 1, track_path))
         t0 = time.perf_counter()
-        gen.fit(ds.train, ds.schema, checkpoint_every=10, checkpoint_path=ckpt, **resume)
+        gen.fit(ds.train, ds.schema, callbacks=callbacks, checkpoint_every=10, checkpoint_path=ckpt, **resume)
         keys = ("loss_g", "loss_d", "cond_loss") if args.model == "ctgan" else ("loss",)
         fit_info = {
             "fit_seconds": time.perf_counter() - t0,
@@ -261,6 +305,7 @@ def _run_tabmem(args, ds, variant: str, seed: int, workdir: Path) -> tuple[objec
             "resumed": bool(resume),
             "losses": {k: [float(h[k]) for h in gen.history_] for k in keys},
             "model_file": str(model_path),
+            "track": callbacks[0].track if callbacks else [],
         }
         gen.save(model_path)
         info_path.write_text(json.dumps(fit_info))
@@ -273,14 +318,14 @@ def _run_tabmem(args, ds, variant: str, seed: int, workdir: Path) -> tuple[objec
 
 def _table(results: list[dict], target_class: str) -> str:
     head = (
-        "| run | seed | epochs | memorization % | holdout % | Shape | Trend | "
-        f"`{target_class}` share | max TVD | fit s |\n|---|---|---|---|---|---|---|---|---|---|"
+        "| run | seed | epochs | memorization % | holdout % | Shape | Trend | Trend (real edges) | "
+        f"`{target_class}` share | max TVD | fit s |\n|---|---|---|---|---|---|---|---|---|---|---|"
     )
     rows = [head]
     for r in sorted(results, key=lambda r: (r["impl"], r["variant"], r["epochs"], r["seed"])):
         rows.append(
             f"| {r['impl']} {r['variant']} | {r['seed']} | {r['epochs']} | {r['memorization_rate_pct']:.2f} | "
-            f"{r['holdout_rate_pct']:.2f} | {r['shape']:.3f} | {r['trend']:.3f} | "
+            f"{r['holdout_rate_pct']:.2f} | {r['shape']:.3f} | {r['trend']:.3f} | {r.get('trend_real_edges', float('nan')):.3f} | "
             f"{r['target_share'].get(target_class, 0.0):.3f} | {r['max_tvd']:.3f} | {r['epoch_seconds'] if r.get('resumed') else r['fit_seconds']:.0f} |"
         )
     return "\n".join(rows)
@@ -294,6 +339,13 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--tabmem", nargs="*", default=["paper", "default"], help="tabmem variants PRESET[:k=v,...]")
     ap.add_argument("--reference", nargs="*", default=["package"], help="reference variants (package[:bn=eval,...])")
+    ap.add_argument(
+        "--track-every",
+        type=int,
+        default=0,
+        help="CTGAN: every k epochs, the label share and condition fidelity (ctgan_condition_fidelity.py)",
+    )
+    ap.add_argument("--track-rows", type=int, default=10_000, help="rows generated per tracked epoch")
     ap.add_argument("--ref-python", default=DEFAULT_REF_PYTHON)
     ap.add_argument("--data-dir", default=os.environ.get("TABMEM_DATA_DIR", "/work/shared/datasets"))
     ap.add_argument("--out", help="folder for the cached runs (JSON, samples); required")
@@ -319,6 +371,12 @@ def main() -> None:
     def record(impl: str, variant: str, seed: int, synth, info: dict) -> None:
         rec = {"model": args.model, "impl": impl, "variant": variant, "epochs": args.epochs, "seed": seed, **info}
         rec.update(_score(synth, ds, detector, hold))
+        if rec.get("track"):
+            from ctgan_condition_fidelity import summarise
+
+            rec["track"] = [
+                {"epoch": t["epoch"], **summarise(t, ds.train, ds.schema)} if "cells" in t else t for t in rec["track"]
+            ]
         path = out / f"{args.model}_{_label(impl, variant, args.epochs, seed)}.json"
         path.write_text(json.dumps(rec, indent=1))
         print(
@@ -345,7 +403,7 @@ def main() -> None:
     results = [
         json.loads(p.read_text())
         for p in sorted(out.glob(f"{args.model}_*.json"))
-        if not any(t in p.name for t in (".worker", ".spec", ".fit"))
+        if not any(t in p.name for t in (".worker", ".spec", ".fit", ".track"))
     ]
     target_class = ">50K"
     print(_table(results, target_class))

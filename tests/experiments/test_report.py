@@ -130,7 +130,16 @@ def test_older_outputs_are_reported_with_notes(runs, tmp_path):
     summary = json.loads((old / "audit" / "summary.json").read_text())
     for key in ("memorization_rate_ci", "holdout_memorization_rate_ci", "excess_memorization_ci"):
         summary.pop(key)
+    for key in ("data_copying", "authenticity", "identical_matches", "nndr"):  # before the distance evidence
+        summary.pop(key)
     (old / "audit" / "summary.json").write_text(json.dumps(summary))
+    attack = json.loads((old / "attack" / "summary.json").read_text())
+    attack.pop("_privacy")
+    for r in attack.values():
+        if isinstance(r, dict):
+            for key in ("midst_tpr_at_fpr", "conservative_tpr_at_fpr", "epsilon_lower_bound", "min_resolved_fpr"):
+                r.pop(key, None)
+    (old / "attack" / "summary.json").write_text(json.dumps(attack))
     data = load_report_data(old)
     assert any("no roc.csv" in n for n in data.notes) and any("no bootstrap intervals" in n for n in data.notes)
     cell = data.cells[0]
@@ -138,6 +147,9 @@ def test_older_outputs_are_reported_with_notes(runs, tmp_path):
     assert memorization_finding(cell.audit).headline == "no interval"
     html = render_report(data)
     assert "no roc.csv" in html and html.count('<svg class="plot"') == 4  # rates, heavy tail, distances, shape
+    # the distance evidence section says why it is empty; no privacy audit without its keys
+    assert "Distance evidence (each next to its holdout null)" in html and "Not computed for this audit" in html
+    assert "Privacy audit" not in html and "MIDST TPR@0.1" not in html and "Empirical ε" not in html
 
 
 # ----------------------------------------------------------------------------- verdict rules
@@ -209,7 +221,9 @@ def test_attack_verdict_says_when_an_fpr_is_not_resolved():
 def test_cell_badge(excess_ci, auc_ci, level, badge):
     v = cell_verdict(Cell(name="c", path="", audit=audit(excess_ci), attacks=attacks(auc_ci)))
     assert (v.level, v.badge) == (level, badge)
-    assert [f.topic for f in v.findings] == ["Memorization", "Membership inference", "Fidelity", "Utility"]
+    topics = ["Memorization", "Membership inference", "Fidelity", "Utility", "Distance evidence"]
+    assert [f.topic for f in v.findings] == topics  # no privacy audit without attack outputs that hold one
+    assert v.findings[-1].level == "missing"  # a summary without the distance evidence keys
 
 
 def test_verdict_of_the_example_runs(runs):
@@ -223,9 +237,9 @@ def test_verdict_of_the_example_runs(runs):
 # ----------------------------------------------------------------------------- figures
 def test_every_figure_is_an_inline_svg_or_absent(runs):
     svgs = re.findall(r"<svg\b[^>]*>", cached_report(runs))
-    # rates and frontier across cells; copies: heavy tail, ROC, distances, shape; tabddpm: the same and epochs;
-    # the failed cell: none
-    assert len(svgs) == 11
+    # rates and frontier across cells; copies: heavy tail, distance evidence, ROC, distances, shape; tabddpm: the
+    # same (distance evidence for both of its audits) and epochs; the failed cell: none
+    assert len(svgs) == 14
     for tag in svgs:
         assert tag.startswith('<svg class="plot" role="img" aria-label="') and "viewBox" in tag
         assert " width=" not in tag and " height=" not in tag  # scales with the page

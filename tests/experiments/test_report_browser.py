@@ -83,7 +83,8 @@ def test_verdict_is_first_and_plain(page_of):
 def test_every_plot_renders(page_of, tmp_path):
     path, page = page_of
     figures = page.evaluate(FIGURES_JS)
-    assert len(figures) == path.read_text().count('<svg class="plot"') == 11
+    # the 11 of the cells' parts and the overview, and the distance evidence of three audits
+    assert len(figures) == path.read_text().count('<svg class="plot"') == 14
     for fig in figures:
         assert fig["width"] > 400 and fig["height"] > 120, fig
         clip = {k: fig[k] for k in ("x", "y", "width", "height")}
@@ -97,3 +98,25 @@ def test_every_plot_renders(page_of, tmp_path):
     target = Path(out) if out else tmp_path / "report.png"
     target.write_bytes(shot)
     assert ink(shot)[0] > 0.05
+
+
+def test_distance_evidence_and_privacy_audit_are_shown(page_of):
+    """The new sections are laid out and visible: per cell with results, the evidence next to its holdout null."""
+    _, page = page_of
+    sections = page.evaluate(
+        "Array.from(document.querySelectorAll('h3[id$=\"-evidence\"]')).map(function (h) {"
+        "  var box = h.parentElement.getBoundingClientRect(), r = h.getBoundingClientRect(), body = '';"
+        "  for (var e = h.nextElementSibling; e && e.tagName !== 'H3'; e = e.nextElementSibling) body += e.innerText;"
+        "  return {text: h.textContent, width: r.width, inside: r.left >= box.left && r.right <= box.right, body: body}; })"
+    )
+    assert len(sections) == 2  # TabDDPM and the copies; the failed cell has none
+    for s in sections:
+        assert s["text"] == "Distance evidence (each next to its holdout null)" and s["inside"] and s["width"] > 0
+        assert "ata-copying test" in s["body"] and "real unseen rows" in s["body"]
+    assert "copying)" in sections[1]["body"]  # the copies: Z << 0
+    privacy = page.evaluate(
+        "Array.from(document.querySelectorAll('h4')).filter(function (h) {"
+        "  return h.textContent.indexOf('Privacy audit') === 0; }).map(function (h) {"
+        "  return h.nextElementSibling.innerText + ' ' + h.nextElementSibling.nextElementSibling.innerText; })"
+    )
+    assert len(privacy) == 2 and all("Empirical ε lower bound" in p and "MIDST TPR@0.1" in p for p in privacy)

@@ -42,6 +42,9 @@ def test_a_study_with_shadow_attacks_runs_and_reports(write_study, tmp_path):
         assert m in set(att.metric)
     html = write_report(out, tmp_path / "report.html").read_text()
     assert "lira_offline" in html
+    # the privacy audit of a study cell: per attack MIDST TPR with exact intervals and the ε lower bound
+    assert "Privacy audit: MIDST operating points and ε lower bounds" in html and "LiRA (offline)" in html
+    assert "Distance evidence (each next to its holdout null)" in html
     # a shadow attack without shadows is refused when the study is read, naming the option
     with pytest.raises(TabmemError, match="shadows >= 4"):
         load_study(write_study(SHADOW_STUDY.replace("shadows = 4", "shadows = 0"), "bad.toml"))

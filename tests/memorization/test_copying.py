@@ -135,6 +135,11 @@ def test_identical_matches_and_nndr():
     d1, d2 = np.array([0.0, 1.0, 2.0, 0.0]), np.array([0.0, 2.0, 4.0, 3.0])
     s = nndr_summary(d1, d2, quantiles=(0.5,))
     assert s["quantiles"]["0.5"] == pytest.approx(np.median([0, 0.5, 0.5, 0])) and s["mean"] == pytest.approx(0.25)
+    # the curve the report draws: 21 quantiles from the minimum to the maximum, the median among them
+    assert len(s["curve"]) == 21 and (s["curve"]["0.0"], s["curve"]["1.0"]) == (0.0, 0.5)
+    assert s["curve"]["0.5"] == s["quantiles"]["0.5"] and s["curve"]["0.15"] == pytest.approx(
+        np.quantile([0, 0.5, 0.5, 0], 0.15)
+    )
 
 
 def test_distance_evidence_keys_next_to_the_holdout():

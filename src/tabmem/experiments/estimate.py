@@ -137,9 +137,11 @@ def search_seconds(n_queries: float, n_reference: float, d: float) -> float:
 
 
 def audit_seconds(n_distances: int, n_synthetic: float, n_holdout: float, cell: Any) -> float:
-    """Exact neighbour searches of the synthetic and holdout rows, once per distance."""
+    """Exact neighbour searches of the synthetic and holdout rows, once per distance; with a holdout, the
+    distance evidence adds a search of the training rows among themselves and the copying test's search."""
     n, d = _n(cell)
-    return n_distances * search_seconds(n_synthetic + n_holdout, n, d)
+    evidence = search_seconds(n + n_synthetic + n_holdout, n, d) if n_holdout > 0 else 0.0
+    return n_distances * (search_seconds(n_synthetic + n_holdout, n, d) + evidence)
 
 
 def attack_seconds(attacks: list[str], n_targets: float, n_synthetic: float, cell: Any, n_bootstrap: int = 0) -> float:

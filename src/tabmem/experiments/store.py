@@ -49,11 +49,20 @@ seeded from the cell seed):
 * ``audit`` (component = distance): ``memorization_rate`` (CI; baseline = the holdout rate),
   ``holdout_memorization_rate`` (CI), ``excess_memorization`` (CI of the difference; baseline 0),
   ``mem_auc``, ``mem_auc_trapz10``, ``holdout_mem_auc``, ``n_replicas``, ``n_synthetic``,
-  ``n_holdout``, ``n_records_with_replicas``, ``top_1pct_share``, ``top_10pct_share``, ``gini``.
+  ``n_holdout``, ``n_records_with_replicas``, ``top_1pct_share``, ``top_10pct_share``, ``gini``;
+  with a holdout, the distance evidence of ``summary.json`` (each synthetic figure's baseline is the
+  holdout's, which has its own ``holdout_`` row): ``authenticity_closer_share`` (share of rows
+  closer to their nearest training row than that row is to its own nearest neighbour),
+  ``identical_match_share``, ``nndr_q0.01`` ... ``nndr_q0.5`` and ``nndr_mean`` (quantiles and
+  mean of d1/d2; goal maximize), ``data_copying_z`` (the three-sample test's aggregate Z; Z << 0:
+  copying; baseline 0), ``data_copying_p_value``, ``data_copying_cells_flagged`` and
+  ``data_copying_cells_used`` (counts of k-means cells).
 * ``attack`` (component = attack name): ``auc`` (CI; baseline 0.5), ``tpr_at_fpr_0``,
   ``tpr_at_fpr_0.001``, ``tpr_at_fpr_0.01``, ``tpr_at_fpr_0.1`` (CIs; baseline = the FPR),
   ``tpr_strict_at_fpr_*`` (tie-aware), ``balanced_accuracy``, ``n_members``, ``n_non_members``,
-  ``min_resolved_fpr`` (1 / non-members: smaller FPRs are not resolved).
+  ``min_resolved_fpr`` (1 / non-members: smaller FPRs are not resolved), ``midst_tpr_at_fpr_0.1``
+  and ``midst_tpr_at_fpr_0.01`` (MIDST's TPR at the threshold with FPR <= f; exact Clopper-Pearson
+  CIs), ``epsilon_lower_bound`` (the empirical ε lower bound at the step's δ; baseline 0).
 * ``quality``: ``shape``, ``trend``, ``mle`` (baseline = the model trained on real rows),
   ``mmd``, ``wasserstein``, ``alpha_precision``, ``beta_recall``, ``c2st``, ``dcr_share``
   (baseline = the ideal share); a metric that could not run has no row (its reason is in the

@@ -25,7 +25,8 @@ directory. Without either, a directory holding a run is an error that says which
 ``summary.json`` holds the replica figures of the final synthetic table (``memorization_rate``,
 ``exact_copy_rate``, ``rare_value_leakage``, ``n_undefined_ratio``, ``warnings``...) and, with a
 holdout, the same figures for the holdout rows (``holdout_memorization_rate``,
-``holdout_exact_copy_rate``, ``holdout_rare_value_leakage``) and the excesses.
+``holdout_exact_copy_rate``, ``holdout_rare_value_leakage``) and the excesses, and the distance
+evidence of ``tabmem audit`` (``data_copying``, ``authenticity``, ``identical_matches``, ``nndr``).
 
 Nothing here prints or logs raw training records.
 """
@@ -47,6 +48,7 @@ from tabmem.data.schema import Schema, validate
 from tabmem.errors import TabmemError, suggest
 from tabmem.generators import get_generator
 from tabmem.generators.base import check_magnitudes
+from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import ReplicaDetector
 from tabmem.memorization.tracker import MemorizationTracker
 
@@ -153,6 +155,7 @@ def train_to_dir(
     overwrite: bool = False,
     duplicates: str = "papers",
     on_warning: Any = None,
+    evidence: bool = True,
 ) -> dict[str, Any]:
     """Train ``model`` on ``train`` into ``out_dir`` (layout in the module docstring); returns the summary.
 
@@ -164,7 +167,10 @@ def train_to_dir(
     ``stop_after`` stops after that many epochs of the full schedule (a warm-up:
     :class:`~tabmem.callbacks.StopAtEpoch`; a learning rate decaying over the full run is kept).
     ``duplicates`` is the replica detector's rule for undefined ratios; ``on_warning(message)``
-    receives warnings (a message is also kept in the summary's ``warnings``).
+    receives warnings (a message is also kept in the summary's ``warnings``). With a holdout and
+    ``evidence`` the summary also holds ``tabmem audit``'s distance evidence of the final table
+    (:func:`~tabmem.memorization.evidence.distance_evidence`; a study's audit step computes its
+    own, so the study's train step leaves it out).
     """
     out = Path(out_dir)
     if resume and overwrite:
@@ -278,13 +284,21 @@ def train_to_dir(
         det = tracker.detector_
     else:
         det = ReplicaDetector(distance, duplicates=duplicates).fit(table, schema)
+    clean = None
     if result is None or duplicates != "papers":
-        result = det.score(synthetic)
+        clean = det.validate(synthetic)  # once, for the search and the distance evidence
+        result = det.score(clean)
     write_frame(out / "synthetic.csv", synthetic)
     write_frame(out / "records.csv", result.records())
+    extra: dict[str, Any] = {}
     if holdout is not None:
+        holdout = det.validate(holdout, name="holdout", unseen="mismatch")  # a recheck of the categories only
         result = replace(result, holdout=det.score(holdout, name="holdout", unseen="mismatch"))
+        if evidence:
+            syn = clean if clean is not None else det.validate(synthetic, unseen="mismatch")
+            extra = distance_evidence(det, result, syn, holdout, random_state=seed)
     summary = result.summary(random_state=seed)
+    summary.update(extra)
     summary.update(
         model=model,
         preset=preset,

@@ -10,7 +10,8 @@
   row in every column (after validation: numbers as float64, categories as canonical strings).
 * **NNDR**: ``d1 / d2``, the distance to the nearest training row over the distance to the
   second nearest (the replica detector's ratio), summarised by quantiles; ``d1 = 0`` gives 0
-  (a copy, whatever ``d2``).
+  (a copy, whatever ``d2``). ``curve`` holds the quantiles at 0, 0.05, ..., 1 as well: the
+  distribution that ``tabmem report`` draws next to the holdout's.
 
 Distances are the audit's distance on the exact search (:class:`~tabmem.neighbors.NeighborIndex`);
 the nearest-other-row distances of the training table are one more query of the training index
@@ -30,6 +31,7 @@ from tabmem.neighbors import NeighborIndex
 __all__ = ["authenticity", "nearest_other_distance", "nndr_summary"]
 
 NNDR_QUANTILES: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5)
+NNDR_CURVE: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))
 
 
 def nearest_other_distance(index: NeighborIndex, reference: pd.DataFrame | ValidatedTable) -> np.ndarray:
@@ -50,11 +52,15 @@ def authenticity(d1: np.ndarray, nn1: np.ndarray, loo: np.ndarray) -> dict[str, 
 
 
 def nndr_summary(d1: np.ndarray, d2: np.ndarray, quantiles: Sequence[float] = NNDR_QUANTILES) -> dict[str, Any]:
-    """Quantiles and mean of ``d1 / d2`` (0 where ``d1 = 0``)."""
+    """Quantiles, mean and the quantile ``curve`` (at :data:`NNDR_CURVE`) of ``d1 / d2`` (0 where ``d1 = 0``)."""
     d1, d2 = np.asarray(d1, dtype=np.float64), np.asarray(d2, dtype=np.float64)
     if d1.size == 0:
-        return {"quantiles": {}, "mean": float("nan")}
+        return {"quantiles": {}, "mean": float("nan"), "curve": {}}
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.where(d1 == 0, 0.0, d1 / d2)
-    qs = np.quantile(r, quantiles)
-    return {"quantiles": {repr(float(q)): float(v) for q, v in zip(quantiles, qs)}, "mean": float(r.mean())}
+    qs, curve = np.quantile(r, quantiles), np.quantile(r, NNDR_CURVE)
+    return {
+        "quantiles": {repr(float(q)): float(v) for q, v in zip(quantiles, qs)},
+        "mean": float(r.mean()),
+        "curve": {repr(float(q)): float(v) for q, v in zip(NNDR_CURVE, curve)},
+    }

@@ -37,6 +37,7 @@ __all__ = [
     "shape_figure",
     "frontier_figure",
     "distance_histogram",
+    "evidence_figure",
 ]
 
 MAX_CORNERS = 1500  # ROC corners drawn one by one up to this many per curve
@@ -255,6 +256,106 @@ def epochs_figure(training: Training, audit: Audit | None) -> str | None:
         bx.set_title("Top vs Non-top records")
         bx.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7.5)
     return to_svg(fig, "Memorization over training epochs and Top vs Non-top trajectories")
+
+
+# ----------------------------------------------------------------------------- distance evidence
+def _nndr_curve(part: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Quantile levels and NNDR values of one side (the fine ``curve`` when written, else the quantiles)."""
+    points = part.get("curve") or part.get("quantiles") or {}
+    pairs = sorted((float(k), finite(v)) for k, v in points.items())
+    pairs = [(q, v) for q, v in pairs if v is not None]
+    return np.array([q for q, _ in pairs]), np.array([v for _, v in pairs])
+
+
+@styled
+def evidence_figure(audit: Audit) -> str | None:
+    """The distance evidence next to its holdout reference: NNDR quantile curves, closer/identical shares,
+    and the data-copying test's Z per k-means cell."""
+    from statistics import NormalDist
+
+    s = audit.summary
+    nndr = s.get("nndr") or {}
+    auth, ident = s.get("authenticity") or {}, s.get("identical_matches") or {}
+    copying = s.get("data_copying") if isinstance(s.get("data_copying"), dict) else None
+    q_syn, v_syn = _nndr_curve(nndr.get("synthetic") or {})
+    if q_syn.size == 0 and not auth and copying is None:
+        return None
+    panels = ["nndr", "shares"] + (["copying"] if copying and copying.get("per_cell") else [])
+    fig, axes = new_figure(3.0, len(panels), width_ratios=[4, 3, 3][: len(panels)])
+    ax = axes[0]
+    q_hold, v_hold = _nndr_curve(nndr.get("holdout") or {})
+    for q, v, colour, label in (
+        (q_hold, v_hold, BASE, "holdout (real rows never trained on)"),
+        (q_syn, v_syn, SYNTH, "synthetic"),
+    ):
+        if q.size:
+            ax.plot(100 * q, v, color=colour, lw=1.8, marker="o" if q.size <= 6 else None, ms=4, label=label)
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, None)
+    ax.set_xlabel("quantile of the rows (%)")
+    ax.set_ylabel("d1 / d2")
+    ax.set_title("Nearest-neighbour distance ratio")
+    ax.legend(loc="best")
+    bx = axes[1]
+    bars = [
+        (
+            "closer than its\nneighbour",
+            finite(auth.get("synthetic_closer_share")),
+            finite(auth.get("holdout_closer_share")),
+        ),
+        ("identical to a\ntraining row", finite(ident.get("synthetic_share")), finite(ident.get("holdout_share"))),
+    ]
+    ys = np.arange(len(bars))[::-1]
+    for y, (_, syn, hold) in zip(ys, bars):
+        if hold is not None:
+            bx.barh(y - 0.18, 100 * hold, height=0.34, color=BASE, alpha=0.85, label="holdout" if y == ys[0] else None)
+            bx.annotate(
+                f"{100 * hold:.1f}%",
+                (100 * hold, y - 0.18),
+                xytext=(3, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=8,
+                color=INK,
+            )
+        if syn is not None:
+            bx.barh(
+                y + 0.18, 100 * syn, height=0.34, color=SYNTH, alpha=0.85, label="synthetic" if y == ys[0] else None
+            )
+            bx.annotate(
+                f"{100 * syn:.1f}%",
+                (100 * syn, y + 0.18),
+                xytext=(3, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=8,
+                color=INK,
+            )
+    bx.set_yticks(ys, [b[0] for b in bars])
+    bx.set_xlim(0, 115)
+    bx.set_xlabel("share of the rows (%)")
+    bx.set_title("Closeness to training rows")
+    bx.legend(loc="lower right")
+    if "copying" in panels:
+        cx = axes[2]
+        cells = copying["per_cell"]  # type: ignore[index]
+        zs = np.array([finite(c.get("z")) if finite(c.get("z")) is not None else np.nan for c in cells])
+        colours = [SYNTH if c.get("flagged") else (BASE if c.get("used") else GRID) for c in cells]
+        x = np.arange(len(cells))
+        cx.bar(x, np.nan_to_num(zs), color=colours, width=0.7)
+        cx.axhline(0, color=INK, lw=0.8)
+        used = int(copying.get("n_cells_used") or 0)  # type: ignore[union-attr]
+        alpha = finite(copying.get("alpha")) or 0.05  # type: ignore[union-attr]
+        label = "k-means cell (grey: not tested)"
+        if used:
+            cut = NormalDist().inv_cdf(alpha / used)  # a cell is flagged when Φ(Z) < alpha / cells used
+            cx.axhline(cut, color=SYNTH, lw=0.9, ls="--")
+            label += f"\ndashed: flagged below Z = {cut:.2f}"
+        cx.set_xticks(x, [str(c.get("cell")) for c in cells])
+        cx.set_xlabel(label)
+        cx.set_ylabel("Z (< 0: closer than real rows)")
+        cx.set_title("Data-copying test per cell")
+    return to_svg(fig, "Distance evidence: synthetic rows next to real holdout rows")
 
 
 # ----------------------------------------------------------------------------- attacks

@@ -20,7 +20,7 @@ from tabmem._io import jsonable
 from tabmem.errors import TabmemError
 from tabmem.experiments.report import plots, tables
 from tabmem.experiments.report.model import Cell, ReportData
-from tabmem.experiments.report.verdict import cell_verdict
+from tabmem.experiments.report.verdict import cell_verdict, evidence_lines
 
 __all__ = ["render_report", "report_versions", "cell_labels"]
 
@@ -83,6 +83,7 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
     cells = []
     for i, (cell, label) in enumerate(zip(data.cells, labels)):
         held, dyn_table = tables.dynamics_findings(cell)
+        verdict = cell_verdict(cell)
         figs = {
             "heavy_tail": plots.heavy_tail_figure(cell.audit) if cell.audit is not None else None,
             "epochs": plots.epochs_figure(cell.training, cell.audit) if cell.training is not None else None,
@@ -101,7 +102,11 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
                 "name": cell.name,
                 "path": cell.path,
                 "axes": cell.axes,
-                "verdict": cell_verdict(cell),
+                "verdict": verdict,
+                "evidence": _evidence_blocks(cell),
+                "evidence_finding": next((f for f in verdict.findings if f.topic == "Distance evidence"), None),
+                "privacy_finding": next((f for f in verdict.findings if f.topic == "Privacy audit"), None),
+                "privacy_table": tables.privacy_table(cell),
                 "held": held,
                 "figs": figs,
                 "audit_tables": tables.audit_tables(cell),
@@ -148,6 +153,24 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
         show_records=bool(records),
         n_cells=len(cells),
     )
+
+
+def _evidence_blocks(cell: Cell) -> list[dict[str, Any]]:
+    """Per audit that holds distance evidence (the primary one first): its lines, figure and tables."""
+    blocks = []
+    audits = cell.audits or ({str(cell.audit.get("distance", "")): cell.audit} if cell.audit is not None else {})
+    for distance, audit in audits.items():
+        lines = evidence_lines(audit)
+        if lines:
+            blocks.append(
+                {
+                    "distance": distance,
+                    "lines": lines,
+                    "figure": plots.evidence_figure(audit),
+                    "tables": tables.evidence_tables(audit),
+                }
+            )
+    return blocks
 
 
 def _headline(verdicts: list) -> str:

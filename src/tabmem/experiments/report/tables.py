@@ -26,6 +26,8 @@ __all__ = [
     "frame_table",
     "overview_table",
     "epochs_table",
+    "evidence_tables",
+    "privacy_table",
 ]
 
 FINDING_TEXT = {
@@ -146,6 +148,130 @@ def _ci_pct(ci: Any, points: bool = False) -> str:
 def _points(v: Any) -> str:
     f = finite(v)
     return "-" if f is None else f"{100 * f:+.2f}"
+
+
+def evidence_tables(audit: Audit | None) -> list[Table]:
+    """The distance evidence of an audit, each figure next to the holdout's (none when the summary has none)."""
+    if audit is None:
+        return []
+    s = audit.summary
+    auth, ident, nndr = s.get("authenticity") or {}, s.get("identical_matches") or {}, s.get("nndr") or {}
+    copying = s.get("data_copying")
+    if not (auth or ident or nndr or isinstance(copying, dict)):
+        return []
+    rows: list[list[str | tuple[str, str]]] = []
+    if isinstance(copying, dict):
+        flagged = copying.get("cells_flagged") or []
+        rows += [
+            ["data-copying test: Z (Z << 0: copying)", _num(copying.get("z"), 3), "0 (null: same as holdout)"],
+            [
+                "data-copying test: p-value (one-sided)",
+                _num(copying.get("p_value"), 3),
+                f"alpha {copying.get('alpha')}",
+            ],
+            [
+                "data-copying test: cells flagged",
+                f"{len(flagged)} of {copying.get('n_cells_used')} used",
+                f"{copying.get('n_cells')} k-means cells, distance {copying.get('distance')}",
+            ],
+        ]
+    if auth:
+        rows.append(
+            [
+                "closer to their training row than its neighbour (authenticity)",
+                fmt_pct(finite(auth.get("synthetic_closer_share")), 2),
+                fmt_pct(finite(auth.get("holdout_closer_share")), 2),
+            ]
+        )
+    if ident:
+        rows.append(
+            [
+                "identical to a training row",
+                fmt_pct(finite(ident.get("synthetic_share")), 2),
+                fmt_pct(finite(ident.get("holdout_share")), 2),
+            ]
+        )
+    syn, hold = nndr.get("synthetic") or {}, nndr.get("holdout") or {}
+    for q, v in (syn.get("quantiles") or {}).items():
+        rows.append([f"NNDR d1/d2, {float(q):g} quantile", _num(v, 3), _num((hold.get("quantiles") or {}).get(q), 3)])
+    if syn:
+        rows.append(["NNDR d1/d2, mean", _num(syn.get("mean"), 3), _num(hold.get("mean"), 3)])
+    dist = auth.get("distance") or nndr.get("distance") or s.get("distance")
+    tables = [
+        Table(
+            ["distance evidence", "synthetic", "holdout (real rows never trained on)"],
+            rows,
+            f"Each figure next to the same figure for real holdout rows (distance {dist}); exact neighbour search.",
+            [False, True, True],
+        )
+    ]
+    per_cell = copying.get("per_cell") if isinstance(copying, dict) else None
+    if per_cell:
+        tables.append(
+            Table(
+                ["k-means cell", "training rows", "holdout rows", "synthetic rows", "Z", "used", "flagged"],
+                [
+                    [
+                        str(c.get("cell")),
+                        _num(c.get("n_train")),
+                        _num(c.get("n_holdout")),
+                        _num(c.get("n_synthetic")),
+                        _num(c.get("z"), 3),
+                        "yes" if c.get("used") else "no",
+                        "yes" if c.get("flagged") else "no",
+                    ]
+                    for c in per_cell
+                ],
+                "Data-copying test per cell (Meehan et al. 2020): Z of the synthetic rows' distances to the training rows "
+                "against the holdout rows'; a cell is used when it holds enough synthetic rows.",
+                [True, True, True, True, True, False, False],
+            )
+        )
+    return tables
+
+
+def privacy_table(cell: Cell) -> Table | None:
+    """Per attack: MIDST TPR at FPR 0.1 / 0.01 with exact intervals, the smallest resolvable FPR, the ε lower bound."""
+    att = cell.attacks
+    if att is None or not any(r.get("midst_tpr_at_fpr") for r in att.results.values()):
+        return None
+    rows = []
+    for name, r in sorted(att.results.items(), key=lambda kv: -(finite(kv[1].get("auc")) or 0)):
+        midst = r.get("midst_tpr_at_fpr") or {}
+        row: list[str | tuple[str, str]] = [ATTACK_NAMES.get(name, name)]
+        for f in ("0.1", "0.01"):
+            m = midst.get(f) or {}
+            row.append((_num(m.get("tpr"), 3), _ci_cell(m.get("tpr_ci")) if m.get("tpr_ci") else ""))
+        eps = r.get("epsilon_lower_bound") or {}
+        row += [_num(r.get("min_resolved_fpr"), 3), _num(eps.get("epsilon"), 3)]
+        rows.append(row)
+    p = att.summary.get("_privacy") or {}
+    cap = (
+        "MIDST TPR at FPR <= f: the largest TPR of a threshold whose measured FPR is at most f, with its exact "
+        "(Clopper-Pearson) 95% interval. ε lower bound: from Clopper-Pearson bounds on TPR and FPR at a threshold "
+        "chosen on half of the targets and evaluated on the other half"
+    )
+    delta = finite(p.get("delta")) or finite(
+        (next(iter(att.results.values()), {}).get("epsilon_lower_bound") or {}).get("delta")
+    )
+    cap += f" (δ = {delta:.2g})." if delta is not None else "."
+    best = finite(p.get("epsilon_lower_bound"))
+    if best is not None and p.get("attack") is not None:
+        cap += (
+            f" Best over the attacks, each at confidence {finite(p.get('per_attack_confidence')) or 0:.4g} "
+            f"(Bonferroni): ε >= {best:.3f} ({ATTACK_NAMES.get(p['attack'], p['attack'])})"
+        )
+        claimed = finite(p.get("claimed_epsilon"))
+        if claimed is not None:
+            verdict = "exceeds the claim" if p.get("exceeds_claim") else "consistent with the claim"
+            cap += f", claimed ε = {claimed:g}: {verdict}"
+        cap += "."
+    return Table(
+        ["attack", "MIDST TPR@0.1", "MIDST TPR@0.01", "smallest resolvable FPR", "ε lower bound"],
+        rows,
+        cap,
+        [False, True, True, True, True],
+    )
 
 
 def dynamics_findings(cell: Cell) -> tuple[list[str], Table | None]:
@@ -313,6 +439,8 @@ def overview_table(cells: list[Cell], labels: list[str]) -> Table:
                 else "-",
                 f"{ATTACK_NAMES.get(best[0], best[0])} {_num(best[1].get('auc'), 3)}" if best else "-",
                 _num((best[1].get("tpr_at_fpr") or {}).get("0.1"), 3) if best else "-",
+                _copying_cell(a),
+                _num(((c.attacks.summary.get("_privacy") or {}) if c.attacks else {}).get("epsilon_lower_bound"), 3),
                 _num(q.value("shape"), 3) if q else "-",
                 _num(q.value("trend"), 3) if q else "-",
                 _mle_cell(q) if q else "-",
@@ -326,14 +454,24 @@ def overview_table(cells: list[Cell], labels: list[str]) -> Table:
             "excess, points (95% CI)",
             "strongest attack, AUC",
             "TPR@0.1",
+            "copying Z (p)",
+            "ε lower bound",
             "Shape",
             "Trend",
             "MLE (real)",
         ],
         rows,
         "",
-        [False] + [True] * 8,
+        [False] + [True] * 10,
     )
+
+
+def _copying_cell(a: Audit | None) -> str:
+    """The data-copying test's Z and p of the primary audit (Z << 0: copying), or "-"."""
+    copying = a.get("data_copying") if a is not None else None
+    if not isinstance(copying, dict) or finite(copying.get("z")) is None:
+        return "-"
+    return f"{float(copying['z']):.2f} ({_num(copying.get('p_value'), 2)})"
 
 
 def _mle_cell(q) -> str:

@@ -10,6 +10,14 @@ Rules (no threshold is tuned; each rests on an interval that the producing comma
 * **Membership inference**: the strongest attack is the one with the highest AUC. An attack
   "tells members apart" when its AUC interval lies above 0.5. TPR at FPR f is compared with
   chance (TPR = f) and reported as not resolved when f < 1 / n_non_members.
+* **Distance evidence** (with a holdout; ``tabmem audit``'s ``data_copying``, ``authenticity``,
+  ``identical_matches``, ``nndr``): each figure is stated next to the holdout's. The data-copying
+  test (Meehan et al. 2020) finds copying when its one-sided p-value is below its ``alpha``
+  (synthetic rows closer to the training rows than real unseen rows are, Z < 0); a p-value of
+  Z above ``1 - alpha`` says the generator underfits (rows farther than real ones), not that it leaks.
+* **Privacy audit** (attack outputs with ``_privacy``): the best empirical ε lower bound over the
+  attacks; next to a claimed ε (a DP generator) it is "consistent with the claim" or, above it,
+  evidence that the DP training is broken.
 * **Fidelity** (Shape, Trend) and **utility** (MLE against the same model trained on real rows)
   are stated, not judged: what is good enough depends on the use.
 """
@@ -22,7 +30,19 @@ from typing import Any
 from tabmem.experiments.report.model import Attacks, Audit, Cell, Quality
 from tabmem.experiments.report.readers import finite
 
-__all__ = ["Finding", "CellVerdict", "cell_verdict", "strongest_attack", "ATTACK_NAMES", "fmt_pct", "fmt_ci"]
+__all__ = [
+    "Finding",
+    "CellVerdict",
+    "cell_verdict",
+    "strongest_attack",
+    "ATTACK_NAMES",
+    "fmt_pct",
+    "fmt_ci",
+    "evidence_finding",
+    "evidence_lines",
+    "privacy_finding",
+    "midst_phrase",
+]
 
 ATTACK_NAMES = {
     "levatt": "LevAtt",
@@ -30,6 +50,11 @@ ATTACK_NAMES = {
     "mc": "Monte Carlo",
     "density": "density (KDE)",
     "domias": "DOMIAS",
+    "lira": "LiRA",
+    "lira_offline": "LiRA (offline)",
+    "lira_domias": "LiRA (DOMIAS statistic)",
+    "lira_levatt": "LiRA (LevAtt statistic)",
+    "groundhog": "Groundhog",
 }
 MLE_NAMES = {"rmse": "RMSE", "auc": "ROC-AUC", "macro_f1": "macro-F1"}
 LEVELS = ("alert", "ok", "info", "neutral", "missing")
@@ -202,6 +227,11 @@ def attack_finding(attacks: Attacks | None) -> Finding:
     which = f"the strongest of {n_attacks} attacks" if n_attacks > 1 else "the only attack run"
     leaks = ci is not None and ci[0] > 0.5
     tprs = "; ".join(tpr_phrase(r, f, leaks=leaks) for f in ("0.1", "0.01"))
+    if r.get("midst_tpr_at_fpr"):
+        tprs += "; " + ", ".join(midst_phrase(r, f) for f in ("0.1", "0.01"))
+        eps = finite((r.get("epsilon_lower_bound") or {}).get("epsilon"))
+        if eps is not None:
+            tprs += f"; ε lower bound {eps:.2f}"
     auc_txt = f"AUC {auc:.3f}" + (f" (95% CI {fmt_ci(ci)})" if ci else " (no interval recorded)")
     if leaks:
         return Finding(
@@ -219,6 +249,168 @@ def attack_finding(attacks: Attacks | None) -> Finding:
         "chance level",
         f"{verdict.capitalize()}: {label}, {which}, reaches {auc_txt}, which holds 0.5; {tprs}.",
     )
+
+
+def _copying_phrase(copying: dict[str, Any]) -> tuple[str, str]:
+    """(level, sentence) of the data-copying test: alert (copying), info (underfitting) or ok."""
+    z, p = finite(copying.get("z")), finite(copying.get("p_value"))
+    alpha = finite(copying.get("alpha")) or 0.05
+    flagged = copying.get("cells_flagged") or []
+    used, n_cells = copying.get("n_cells_used"), copying.get("n_cells")
+    of = f" of {used} tested" if isinstance(used, int) else ""
+    untested = ""
+    if isinstance(n_cells, int) and isinstance(used, int) and used != n_cells:
+        untested = f"; {n_cells - used} of {n_cells} k-means cells hold too few synthetic rows to test"
+    if z is None or p is None:
+        return "info", "The data-copying test could not be computed (too few rows in the cells)."
+    nums = f"Z = {z:.2f}, p = {p:.2g}; {len(flagged)}{of} cell{'' if used == 1 else 's'} flagged{untested}"
+    if p < alpha:
+        return "alert", (
+            f"Data-copying test: synthetic rows lie closer to their training rows than real unseen rows do "
+            f"({nums}; p < {alpha:g}: copying)."
+        )
+    if p > 1 - alpha:
+        return "info", (
+            f"Data-copying test: synthetic rows lie farther from the training rows than real unseen rows do "
+            f"({nums}): the generator underfits, no sign of copying."
+        )
+    return "ok", f"Data-copying test: no difference from real unseen rows ({nums})."
+
+
+def evidence_lines(audit: Audit | None) -> list[tuple[str, str]]:
+    """``(level, sentence)`` per piece of distance evidence in the audit's summary, each next to its holdout figure.
+
+    Empty when the summary holds none (``tabmem train`` runs and audits written by an older tabmem).
+    """
+    if audit is None:
+        return []
+    lines: list[tuple[str, str]] = []
+    copying = audit.get("data_copying")
+    if isinstance(copying, dict):
+        lines.append(_copying_phrase(copying))
+    auth = audit.get("authenticity") or {}
+    syn, hold = finite(auth.get("synthetic_closer_share")), finite(auth.get("holdout_closer_share"))
+    if syn is not None:
+        versus = f", against {fmt_pct(hold)} of real unseen rows" if hold is not None else " (no holdout to compare)"
+        lines.append(
+            (
+                "neutral",
+                f"Authenticity (Alaa et al. 2022): {fmt_pct(syn)} of synthetic rows lie closer to their nearest training "
+                f"row than that row lies to its own nearest neighbour{versus}.",
+            )
+        )
+    ident = audit.get("identical_matches") or {}
+    syn, hold = finite(ident.get("synthetic_share")), finite(ident.get("holdout_share"))
+    if syn is not None:
+        versus = f", against {fmt_pct(hold, 2)} of real unseen rows" if hold is not None else ""
+        lines.append(
+            ("neutral", f"Identical matches: {fmt_pct(syn, 2)} of synthetic rows equal a training row{versus}.")
+        )
+    nndr = audit.get("nndr") or {}
+    sq = ((nndr.get("synthetic") or {}).get("quantiles")) or {}
+    hq = ((nndr.get("holdout") or {}).get("quantiles")) or {}
+    if finite(sq.get("0.5")) is not None:
+        parts = []
+        for key, word in (("0.05", "5% quantile"), ("0.5", "median")):
+            v = finite(sq.get(key))
+            if v is not None:
+                h = finite(hq.get(key))
+                parts.append(f"{word} {v:.3f}" + (f" (holdout {h:.3f})" if h is not None else ""))
+        lines.append(
+            (
+                "neutral",
+                "Nearest-neighbour distance ratio d1/d2 (0: a copy): "
+                + ", ".join(parts)
+                + ("; lower than the holdout's means closer to single training rows." if hq else "."),
+            )
+        )
+    distance = auth.get("distance") or (audit.get("nndr") or {}).get("distance") or audit.get("distance")
+    if lines and distance == "fang2024":
+        lines.append(
+            (
+                "info",
+                "fang2024 min-max scales the numerical distances per query row, so the nearest training row is often "
+                "at distance 0 without being a copy: these figures separate less on it than on gower or l2 (the holdout "
+                "figures show how much).",
+            )
+        )
+    return lines
+
+
+def evidence_finding(audit: Audit | None) -> Finding:
+    """The distance evidence as one verdict line: alert when the data-copying test finds copying."""
+    lines = evidence_lines(audit)
+    if not lines:
+        text = (
+            "Not computed for this audit: the data-copying test, authenticity, identical matches and NNDR are written "
+            "by tabmem audit and a study's audit step, with a holdout (a tabmem train run's own audit does not write "
+            "them: audit its synthetic.csv)."
+        )
+        return Finding("Distance evidence", "missing", "not measured", text)
+    tested = isinstance(audit.get("data_copying"), dict)  # type: ignore[union-attr]
+    level = lines[0][0] if tested else "info"  # the copying test comes first: the only one with a verdict
+    z = finite((audit.get("data_copying") or {}).get("z")) if tested else None  # type: ignore[union-attr]
+    underfits = "underfits" if z is not None else "test not computed"
+    headline = {"alert": "copying", "ok": "no copying found", "info": underfits if tested else "no test"}[level]
+    text = lines[0][1] if tested else ""
+    compact = []
+    for key, label, part in (
+        ("authenticity", "closer than their training row's neighbour", "closer_share"),
+        ("identical_matches", "identical to a training row", "share"),
+    ):
+        d = audit.get(key) or {}  # type: ignore[union-attr]
+        syn, hold = finite(d.get(f"synthetic_{part}")), finite(d.get(f"holdout_{part}"))
+        if syn is not None:
+            compact.append(f"{label} {fmt_pct(syn)}" + (f" (holdout {fmt_pct(hold)})" if hold is not None else ""))
+    q = (audit.get("nndr") or {}).get("synthetic", {}).get("quantiles", {})  # type: ignore[union-attr]
+    h = (audit.get("nndr") or {}).get("holdout", {}).get("quantiles", {})  # type: ignore[union-attr]
+    if finite(q.get("0.5")) is not None:
+        hold = finite(h.get("0.5"))
+        compact.append(f"median NNDR {float(q['0.5']):.3f}" + (f" (holdout {hold:.3f})" if hold is not None else ""))
+    if compact:
+        text += (" " if text else "") + "Synthetic rows " + "; ".join(compact) + "."
+    return Finding("Distance evidence", level, headline, text)
+
+
+def midst_phrase(r: dict[str, Any], fpr: str) -> str:
+    """MIDST's TPR at FPR <= ``fpr`` with its exact (Clopper-Pearson) interval, or n/a."""
+    m = (r.get("midst_tpr_at_fpr") or {}).get(fpr) or {}
+    tpr = finite(m.get("tpr"))
+    if tpr is None:
+        return f"MIDST TPR@{fpr}: n/a"
+    ci = _ci(m.get("tpr_ci"))
+    return f"MIDST TPR@{fpr} {tpr:.3f}" + (f" (exact CI {fmt_ci(ci)})" if ci else "")
+
+
+def privacy_finding(attacks: Attacks | None) -> Finding | None:
+    """The best empirical ε lower bound over the attacks, next to the claimed ε; None without one."""
+    p = (attacks.summary.get("_privacy") if attacks is not None else None) or {}
+    eps = finite(p.get("epsilon_lower_bound"))
+    if not p or eps is None or p.get("attack") is None:
+        return None
+    name = ATTACK_NAMES.get(str(p["attack"]), str(p["attack"]))
+    delta, conf = finite(p.get("delta")), finite(p.get("confidence"))
+    text = (
+        f"Empirical ε lower bound {eps:.2f}"
+        + (f" at δ = {delta:.2g}" if delta is not None else "")
+        + f" ({name}, the best of the attacks"
+        + (f"; it holds with probability {conf:.2f} over all of them" if conf is not None else "")
+        + ")"
+    )
+    claimed = finite(p.get("claimed_epsilon"))
+    if claimed is None:
+        level, headline = "info", "no claim to check"
+        if eps > 0:
+            text += f"; no ε was claimed for this generator, but no (ε, δ)-DP guarantee at this δ with ε below {eps:.2f} can hold for it."
+        else:
+            text += "; no ε was claimed, and these attacks certify no leak (which is not a proof of privacy)."
+    elif bool(p.get("exceeds_claim", eps > claimed)):
+        level, headline = "alert", "exceeds the claim"
+        text += f", above the claimed ε = {claimed:g}: exceeds the claim, so the DP training does not deliver its guarantee."
+    else:
+        level, headline = "ok", "consistent with the claim"
+        text += f", at most the claimed ε = {claimed:g}: consistent with the claim."
+    return Finding("Privacy audit", level, headline, text)
 
 
 def fidelity_finding(quality: Quality | None) -> Finding:
@@ -285,6 +477,13 @@ def cell_verdict(cell: Cell) -> CellVerdict:
             parts.append(f"{d}: {rate}" + (f" (95% CI {fmt_ci(ci, pct=True)})" if ci else ""))
         mem.text += " With the other distances: " + "; ".join(parts) + "."
     findings = [mem, att, fidelity_finding(cell.quality), utility_finding(cell.quality)]
+    evidence = evidence_finding(cell.audit) if cell.audit is not None else None
+    privacy = privacy_finding(cell.attacks)
+    findings += [f for f in (evidence, privacy) if f is not None]
+    if mem.level != "alert" and evidence is not None and evidence.level == "alert":
+        mem = Finding(mem.topic, "alert", "copying", mem.text)  # for the badge: the copying test is a null too
+    if att.level != "alert" and privacy is not None and privacy.level == "alert":
+        att = Finding(att.topic, "alert", privacy.headline, att.text)  # a bound above the claimed ε is a leak
     if cell.status not in ("done", "ok", "finished", "success"):
         badge, level = f"cell {cell.status}" + (f": {cell.error}" if cell.error else ""), "missing"
     elif mem.level == "alert" and att.level == "alert":

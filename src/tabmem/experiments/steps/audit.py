@@ -6,6 +6,11 @@ contributed data) and writes the ``tabmem audit`` layout into ``audit/<distance>
 replicas.csv, records.csv). The holdout is the test split (``holdout = "test"``, capped at
 ``n_holdout`` rows by a seeded subsample), or none. Rates get percentile-bootstrap intervals
 (:mod:`tabmem.memorization.uncertainty`).
+
+With a holdout, each ``summary.json`` also holds the distance evidence of ``tabmem audit``
+(:func:`tabmem.memorization.evidence.distance_evidence`: the data-copying test, authenticity,
+identical matches, NNDR, each next to the holdout's figure), computed on the tables validated
+once for the replica search; its headline numbers become metric rows too.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class AuditStep(Step):
         "unseen": Field("mismatch", choice(["error", "drop", "mismatch"]), "categories absent from training"),
         "n_bootstrap": Field(1000, integer(0), "bootstrap resamples of the rate intervals (0: none)"),
         "memory_gb": Field(1.0, number(1 / 64, 1024), "working memory of the neighbour search (GiB)"),
+        "copying_cells": Field(10, integer(1), "k-means cells of the data-copying test (with a holdout)"),
     }
     needs = ("synthetic",)
 
@@ -49,6 +55,7 @@ class AuditStep(Step):
 
     def run(self, ctx: StepContext) -> list[MetricRow]:
         from tabmem.data.schema import validate
+        from tabmem.memorization.evidence import distance_evidence
         from tabmem.memorization.replicas import ReplicaDetector
 
         c = self.config
@@ -66,11 +73,26 @@ class AuditStep(Step):
                 n_jobs=ctx.threads,
                 memory_budget=int(c["memory_gb"] * 2**30),
             ).fit(train, schema)
+            # validated once (the categories are the training table's, whatever the distance), then shared
+            # by every distance's replica search and distance evidence
+            synthetic = detector.validate(synthetic, name="synthetic", unseen=c["unseen"])
+            if holdout is not None:
+                holdout = detector.validate(holdout, name="holdout", unseen=c["unseen"])
             result = detector.score(synthetic, holdout=holdout, unseen=c["unseen"])
+            evidence = {}
+            if holdout is not None:
+                evidence = distance_evidence(
+                    detector,
+                    result,
+                    synthetic,
+                    holdout,
+                    n_cells=c["copying_cells"],
+                    random_state=ctx.seed_for(f"copying-{distance}"),
+                )
             # the intervals in results.parquet are those of summary.json (one computation)
             s = result.save(
                 ctx.out / distance,
-                {"schema": schema.to_dict()},
+                {"schema": schema.to_dict(), **evidence},
                 n_bootstrap=c["n_bootstrap"],
                 random_state=ctx.seed_for(f"audit-{distance}"),
             )
@@ -115,6 +137,8 @@ class AuditStep(Step):
                 m("top_10pct_share", tail["top_10pct_share"]),
                 m("gini", tail["gini"]),
             ]
+            if evidence:
+                rows += _evidence_rows(evidence, m)
         return rows
 
     @classmethod
@@ -122,6 +146,38 @@ class AuditStep(Step):
         n = float(cell.dataset.n_rows or 10_000)
         n_hold = 0.0 if config["holdout"] == "none" else float(config["n_holdout"] or n)
         return audit_seconds(len(config["distances"]), n, n_hold, cell)
+
+
+def _evidence_rows(ev: Mapping[str, Any], m: Any) -> list[MetricRow]:
+    """The headline numbers of the distance evidence, each with its holdout figure as the baseline."""
+    auth, ident, nndr = ev["authenticity"], ev["identical_matches"], ev["nndr"]
+    rows = [
+        m(
+            "authenticity_closer_share",
+            auth["synthetic_closer_share"],
+            goal="minimize",
+            baseline=auth.get("holdout_closer_share"),
+        ),
+        m("holdout_authenticity_closer_share", auth.get("holdout_closer_share")),
+        m("identical_match_share", ident["synthetic_share"], goal="minimize", baseline=ident.get("holdout_share")),
+        m("holdout_identical_match_share", ident.get("holdout_share")),
+    ]
+    hold_q = (nndr.get("holdout") or {}).get("quantiles", {})
+    for part, prefix in (("synthetic", ""), ("holdout", "holdout_")):
+        q = (nndr.get(part) or {}).get("quantiles", {})
+        for key, value in q.items():
+            kw = {"goal": "maximize", "baseline": hold_q.get(key)} if part == "synthetic" else {}
+            rows.append(m(f"{prefix}nndr_q{key}", value, **kw))
+        rows.append(m(f"{prefix}nndr_mean", (nndr.get(part) or {}).get("mean")))
+    copying = ev.get("data_copying")
+    if copying:
+        rows += [
+            m("data_copying_z", copying["z"], goal="maximize", baseline=0.0),
+            m("data_copying_p_value", copying["p_value"]),
+            m("data_copying_cells_flagged", len(copying["cells_flagged"])),
+            m("data_copying_cells_used", copying["n_cells_used"]),
+        ]
+    return rows
 
 
 def _holdout(ctx: StepContext, which: str, cap: int | None):

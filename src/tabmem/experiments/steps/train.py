@@ -98,6 +98,7 @@ class TrainStep(Step):
             progress=False,
             source={"study_dataset": ctx.cell.dataset.identity},
             dataset=c["dataset_preset"],
+            evidence=False,  # the audit step computes the distance evidence, per distance
         )
         return [
             metric("final_loss", summary.get("final_loss")),
