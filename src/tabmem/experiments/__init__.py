@@ -5,6 +5,9 @@
 * :func:`attack_to_dir` (``attack.py``): membership inference into a directory, with shadow
   generators (``shadows.py``: planned, trained in parallel, cached, resumable) for the
   shadow-model attacks (what ``tabmem attack`` runs).
+* :func:`dynamiccut_to_dir` (``dynamiccut.py``): DynamicCut's warm-up, ranking, pruning, retraining
+  and evaluation into a resumable directory (``tabmem dynamiccut``); :func:`evaluate_run_dir` judges
+  any run directory's model against an original table and the holdout baseline.
 * Studies (``tabmem run``): :func:`load_study` reads a TOML study file (``study.py``: axes, grid,
   cell hashes), :func:`run_study` runs its cells (``runner.py``) on an executor
   (``executors.py``: local processes or Ray) through registered pipeline steps (``steps/``: the
@@ -25,6 +28,8 @@ _EXPORTS = {
     "train_to_dir": "tabmem.experiments.training",
     "demo_train": "tabmem.experiments.training",
     "write_report": "tabmem.experiments.report",
+    "dynamiccut_to_dir": "tabmem.experiments.dynamiccut",
+    "evaluate_run_dir": "tabmem.experiments.dynamiccut",
     "attack_to_dir": "tabmem.experiments.attack",
     "train_shadows": "tabmem.experiments.shadows",
     "load_shadows": "tabmem.experiments.shadows",

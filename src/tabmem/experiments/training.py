@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem._io import read_json, write_frame, write_json
-from tabmem.callbacks import Callback
+from tabmem.callbacks import Callback, StopAtEpoch
 from tabmem.data.schema import Schema, validate
 from tabmem.errors import TabmemError, suggest
 from tabmem.generators import get_generator
@@ -60,6 +60,7 @@ CONFIG_KEYS = (
     "distance",
     "checkpoint_every",
     "source",
+    "stop_after",
 )
 
 #: files and folders of a training run (what ``overwrite=True`` deletes; nothing else is touched)
@@ -148,6 +149,7 @@ def train_to_dir(
     source: dict[str, Any] | None = None,
     q: float = 0.10,
     dataset: str | None = None,
+    stop_after: int | None = None,
     overwrite: bool = False,
     duplicates: str = "papers",
     on_warning: Any = None,
@@ -159,6 +161,8 @@ def train_to_dir(
     continues from ``out_dir/checkpoint.pt`` and must use the same settings (with no checkpoint
     yet it starts from scratch); ``overwrite=True`` replaces a previous run. ``dataset`` (a
     registered name) selects the preset's per-dataset settings (``DATASET_PRESETS``).
+    ``stop_after`` stops after that many epochs of the full schedule (a warm-up:
+    :class:`~tabmem.callbacks.StopAtEpoch`; a learning rate decaying over the full run is kept).
     ``duplicates`` is the replica detector's rule for undefined ratios; ``on_warning(message)``
     receives warnings (a message is also kept in the summary's ``warnings``).
     """
@@ -174,6 +178,8 @@ def train_to_dir(
     check_magnitudes(table)
     if holdout is not None:  # structural problems of the holdout surface now, not after training
         holdout = validate(holdout, schema, name="holdout", nan="error")
+    if stop_after is not None and not 1 <= int(stop_after) <= int(gen.epochs):
+        raise TabmemError(f"stop_after must be in [1, epochs={gen.epochs}], got {stop_after!r}")
     if checkpoint_every is None:
         checkpoint_every = track_every if track_every else max(1, int(gen.epochs) // 10)
     config = {
@@ -187,6 +193,7 @@ def train_to_dir(
         "checkpoint_every": int(checkpoint_every),
         "source": source or {},
         "schema": schema.to_dict(),
+        "stop_after": None if stop_after is None else int(stop_after),
     }
     ckpt = out / "checkpoint.pt"
     warn = _Warnings(on_warning)
@@ -231,7 +238,9 @@ def train_to_dir(
             random_state=seed,
         )
         callbacks.append(tracker)
-    callbacks.append(_Progress(int(gen.epochs), enabled=progress))
+    if stop_after is not None:
+        callbacks.append(StopAtEpoch(int(stop_after)))
+    callbacks.append(_Progress(int(stop_after or gen.epochs), enabled=progress))
     t0 = time.perf_counter()
     gen.fit(
         table,
