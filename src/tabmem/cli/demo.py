@@ -90,6 +90,7 @@ def demo(out, distance, epochs, no_generator, no_quality, jobs, seed) -> None:
         sys.exit(130)
     write_json(out_dir / "demo_summary.json", result.rows)
     console.print(headline_table(result.rows))
+    console.print(units_note(result.rows), markup=False, style="dim")
     for cell in result.cells:
         if cell.axes.get("generator") == "noisy-resample":
             continue  # nothing is learned over epochs: one tracked epoch
@@ -142,7 +143,7 @@ def headline_table(rows: list[dict[str, Any]]) -> Table:
     """One column per cell, one row per measure; every row names its unit."""
     real_rmse = next((r.get("mle_rmse_real") for r in rows if r.get("mle_rmse_real") is not None), None)
     no_copy = next((r.get("dcr_share_no_copy") for r in rows if r.get("dcr_share_no_copy") is not None), None)
-    table = Table(title="Headline", header_style="bold", title_style="bold", caption_justify="left")
+    table = Table(title="Headline", header_style="bold", title_style="bold")
     table.add_column("measure")
     for r in rows:
         table.add_column(_name(r), justify="right")
@@ -171,13 +172,24 @@ def headline_table(rows: list[dict[str, Any]]) -> Table:
     add("Trend (0-1)", num("trend", ".3f"))
     add("MLE RMSE" + ("" if real_rmse is None else f" (real {real_rmse:.1f})"), num("mle_rmse", ".1f"))
     add("DCR share" + ("" if no_copy is None else f" (no-copy {no_copy:.2f})"), num("dcr_share", ".3f"))
-    table.caption = (
-        "replicas: % of the synthetic rows; holdout baseline: % of the real rows never trained on, scored the same "
-        "way; excess: the difference, in percentage points. AUC, TPR, Shape, Trend, DCR share: fractions from 0 "
-        "to 1 (Shape, Trend: 1 = the real table's columns and correlations). MLE RMSE: XGBoost trained on the "
-        "table, tested on the real held-out rows, in the target's units (lower is better)."
-    )
     return table
+
+
+def units_note(rows: list[dict[str, Any]]) -> str:
+    """What the headline's units mean (only those of the rows shown)."""
+    text = (
+        "replicas: % of the synthetic rows whose nearest training row is closer than 1/3 of the second nearest; "
+        "holdout baseline: % of the real "
+        "rows never trained on, scored the same way; excess: the difference, in percentage points. AUC and TPR: "
+        "fractions from 0 to 1"
+    )
+    if any(r.get("shape") is not None for r in rows):
+        text += (
+            "; Shape, Trend: 0 to 1, 1 = the real table's column distributions and correlations; MLE RMSE: "
+            "XGBoost trained on the table, tested on the real held-out rows, in the target's units (lower is "
+            "better); DCR share: fraction of synthetic rows closer to a training row than to a held-out row"
+        )
+    return text + "."
 
 
 def print_dynamics(console: Console, name: str, dyn: dict[str, Any]) -> None:
@@ -258,4 +270,4 @@ def _auc_words(ci: list[float] | None) -> str:
     return "it tells members from non-members" if ci[0] > 0.5 else "chance level"
 
 
-__all__ = ["demo", "headline_table", "own_table_lines", "print_dynamics", "verdict_lines"]
+__all__ = ["demo", "headline_table", "own_table_lines", "print_dynamics", "units_note", "verdict_lines"]
