@@ -1,4 +1,4 @@
-"""Edges of the replica aggregates: percentile intervals, Gini, heavy-tail shares and summary intervals.
+"""Edges of the replica aggregates: Gini, heavy-tail shares and summary intervals.
 
 Hand-computed values and properties (added where mutation checking found the tests silent).
 """
@@ -12,17 +12,7 @@ import pandas as pd
 import pytest
 
 from tabmem.errors import ParameterError
-from tabmem.memorization.replicas import ReplicaResult, gini, percentile_interval
-
-
-def test_percentile_interval_by_hand():
-    r = np.arange(101) / 100  # the q-quantile of 0, 0.01, ..., 1 is q itself
-    assert percentile_interval(r, 0.9) == pytest.approx((0.05, 0.95))
-    assert percentile_interval(r, 0.5) == pytest.approx((0.25, 0.75))
-    assert percentile_interval(np.array([0.4]), 0.95) == (0.4, 0.4)
-    for empty in (np.array([]), np.array([0.1, np.nan])):
-        lo, hi = percentile_interval(empty, 0.95)
-        assert math.isnan(lo) and math.isnan(hi)
+from tabmem.memorization.replicas import ReplicaResult, gini
 
 
 def test_gini_small_cases():
@@ -66,8 +56,11 @@ def test_summary_interval_arguments_name_the_option():
     for bad in (0.0, 1.0, -0.5):
         with pytest.raises(ParameterError, match=r"^confidence must"):
             res.summary(confidence=bad)
-    with pytest.raises(ParameterError, match=r"^n_bootstrap must be a positive integer"):
-        res.summary(n_bootstrap=0)
+    with pytest.raises(ParameterError, match=r"^n_bootstrap"):
+        res.summary(n_bootstrap=-1)
+    assert res.summary(n_bootstrap=0)["memorization_rate_ci"] == [None, None] or all(
+        math.isnan(x) for x in res.summary(n_bootstrap=0)["memorization_rate_ci"]
+    )  # no resamples: no interval
 
 
 def test_summary_resamples_synthetic_and_holdout_independently_and_by_seed():
@@ -102,10 +95,13 @@ def test_rate_and_mem_auc_of_one_row_no_row_and_out_of_range_ratios():
 
 
 def test_rate_bootstrap_default_seed_is_zero():
-    from tabmem.memorization.replicas import rate_bootstrap
+    from tabmem.memorization.uncertainty import proportion_ci, proportion_difference_ci
 
-    flags = np.arange(40) % 3 == 0
-    np.testing.assert_array_equal(rate_bootstrap(flags, 50), rate_bootstrap(flags, 50, random_state=0))
+    assert proportion_ci(14, 40, n_bootstrap=50) == proportion_ci(14, 40, n_bootstrap=50, random_state=0)
+    assert proportion_ci(14, 40, n_bootstrap=50) != proportion_ci(14, 40, n_bootstrap=50, random_state=1)
+    assert proportion_difference_ci(14, 40, 9, 40, n_bootstrap=50) == proportion_difference_ci(
+        14, 40, 9, 40, n_bootstrap=50, random_state=0
+    )
 
 
 def test_score_defaults_name_the_table_and_refuse_extra_columns():

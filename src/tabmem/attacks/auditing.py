@@ -42,7 +42,8 @@ import numpy as np
 from scipy.stats import beta
 
 from tabmem._checks import check_fraction, check_number, check_random_state
-from tabmem.errors import ParameterError, TabmemError
+from tabmem.attacks.evaluation import check_scores
+from tabmem.errors import ParameterError
 
 __all__ = [
     "clopper_pearson",
@@ -92,20 +93,8 @@ def _counts(scores: np.ndarray, is_member: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def _check(scores: Any, is_member: Any) -> tuple[np.ndarray, np.ndarray, int, int]:
-    s = np.asarray(scores, dtype=np.float64).ravel()
-    y = np.asarray(is_member).ravel()
-    if s.shape != y.shape:
-        raise TabmemError(f"scores ({s.size}) and is_member ({y.size}) must have the same length")
-    if y.dtype != bool:
-        if not np.isin(y, [0, 1]).all():
-            raise TabmemError("is_member must hold booleans or 0/1 values")
-        y = y.astype(bool)
-    if np.isnan(s).any():
-        raise TabmemError(f"{int(np.isnan(s).sum())} score(s) are NaN")
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        raise TabmemError(f"need at least one member and one non-member (got {n_pos} members, {n_neg} non-members)")
-    return s, y, n_pos, n_neg
+    s, y = check_scores(scores, is_member)  # infinite scores stay: thresholds are reported in score units
+    return s, y, int(y.sum()), int((~y).sum())
 
 
 def epsilon_bounds(

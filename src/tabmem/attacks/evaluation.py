@@ -95,7 +95,8 @@ def _key(f: float) -> str:
     return "0" if f == 0 else repr(float(f))
 
 
-def _check(scores: Any, is_member: Any) -> tuple[np.ndarray, np.ndarray]:
+def check_scores(scores: Any, is_member: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Scores as float64 and membership as bool, checked: same length, 0/1 labels, no NaN, both classes present."""
     s = (
         np.asarray(scores, dtype=np.float64).ravel()
         if not isinstance(scores, pd.Series)
@@ -112,12 +113,16 @@ def _check(scores: Any, is_member: Any) -> tuple[np.ndarray, np.ndarray]:
         raise TabmemError(
             f"{int(np.isnan(s).sum())} score(s) are NaN (first positions: {np.flatnonzero(np.isnan(s))[:5].tolist()})"
         )
-    if np.isinf(s).any():
-        s = rank_infinite(s)
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         raise TabmemError(f"need at least one member and one non-member (got {n_pos} members, {n_neg} non-members)")
     return s, y
+
+
+def _check(scores: Any, is_member: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`check_scores`, with infinite scores replaced by finite stand-ins in the same order."""
+    s, y = check_scores(scores, is_member)
+    return (rank_infinite(s) if np.isinf(s).any() else s), y
 
 
 def rank_infinite(s: np.ndarray) -> np.ndarray:

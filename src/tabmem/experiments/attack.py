@@ -234,7 +234,9 @@ def risk_ledger(
     n_m = len(members)
     rows = risk["target_row"].to_numpy()
     is_m = rows < n_m
-    counts = ReplicaDetector(distance, n_jobs=1).fit(members, schema).score(synthetic, unseen="mismatch").record_counts
+    # a missing or unseen category in a synthetic row matches no member's value: a mismatch, not an error
+    detector = ReplicaDetector(distance, n_jobs=1, nan="match").fit(members, schema)
+    counts = detector.score(synthetic, unseen="mismatch").record_counts
     risk.insert(1, "replica_count", pd.array(np.where(is_m, counts[np.minimum(rows, n_m - 1)], 0), dtype="Int64"))
     risk.loc[~is_m, "replica_count"] = pd.NA
     if run_dir is not None:

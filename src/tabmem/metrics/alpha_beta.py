@@ -174,8 +174,9 @@ class AlphaPrecision(Metric):
         test: pd.DataFrame | None = None,
         holdout: pd.DataFrame | None = None,
     ) -> MetricResult:
-        out = self._run(real, synthetic, schema)
-        return self._result(out["alpha_precision"], _curves_table(out), beta_recall=out["beta_recall"])
+        out = self._run(real, synthetic, schema)  # one run gives both: the value is this metric's, details the other
+        other = "beta_recall" if self.name == "alpha_precision" else "alpha_precision"
+        return self._result(out[self.name], _curves_table(out), **{other: out[other]})
 
 
 @register_metric
@@ -183,15 +184,3 @@ class BetaRecall(AlphaPrecision):
     """Naive beta-recall (synthcity ``delta_coverage_beta_naive``); breakdown = the curves."""
 
     name = "beta_recall"
-
-    def evaluate(
-        self,
-        real: pd.DataFrame,
-        synthetic: pd.DataFrame,
-        schema: Schema,
-        *,
-        test: pd.DataFrame | None = None,
-        holdout: pd.DataFrame | None = None,
-    ) -> MetricResult:
-        out = self._run(real, synthetic, schema)
-        return self._result(out["beta_recall"], _curves_table(out), alpha_precision=out["alpha_precision"])

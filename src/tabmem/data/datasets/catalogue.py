@@ -56,6 +56,13 @@ def _tabddpm_files(dataset: str, shas: Mapping[str, str]) -> tuple[DataFile, ...
     )
 
 
+def _derived_split(split_sha: str, dataset: str, shas: Mapping[str, str]) -> tuple[DataFile, ...]:
+    """``split_tabddpm.csv`` (optional, re-derived when absent) and the TabDDPM ``.npy`` files it comes from."""
+    npy = _tabddpm_files(dataset, shas)
+    split = DataFile("split_tabddpm.csv", split_sha, required=False, derived_from=tuple(f.path for f in npy))
+    return (split, *npy)
+
+
 ADULT_COLUMNS = (
     "age", "workclass", "fnlwgt", "education", "education.num", "marital.status", "occupation",
     "relationship", "race", "sex", "capital.gain", "capital.loss", "hours.per.week", "native.country", "income",
@@ -241,13 +248,8 @@ WILT_COLUMNS = ("GLCM_Pan", "Mean_G", "Mean_R", "Mean_NIR", "SD_Plan", "Class")
                 ),
             ),
         ),
-        DataFile(
-            "split_tabddpm.csv",
+        *_derived_split(
             "670c7df793f4f1c5662b7f5be89d1e7d99dd61979534c8732d100335cc9e5134",
-            required=False,
-            derived_from=tuple(f"tabddpm_split/{s}_{p}.npy" for s in ("X_num", "y") for p in ("train", "val", "test")),
-        ),
-        *_tabddpm_files(
             "wilt",
             {
                 "X_num_train": "3b57a83d72a3447f828495ea124151fa3405e566723eae8fc8c4cc59470fd050",
@@ -320,13 +322,8 @@ def california_from_raw(raw: pd.DataFrame) -> pd.DataFrame:
             required=False,
             derived_from=("cal_housing_raw.csv",),
         ),
-        DataFile(
-            "split_tabddpm.csv",
+        *_derived_split(
             "180fbe823981164b11ce9bf8b0d1d18233dae582b071ba55e33458e3757ef787",
-            required=False,
-            derived_from=tuple(f"tabddpm_split/{s}_{p}.npy" for s in ("X_num", "y") for p in ("train", "val", "test")),
-        ),
-        *_tabddpm_files(
             "california",
             {
                 "X_num_train": "1579afba8fc21fe576de46ab0e04692162542cd6a54a29aa8b8db35b34633831",

@@ -11,7 +11,7 @@ use the names (``get_serializer("canonical")``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
@@ -46,6 +46,30 @@ class ParseResult:
         for c in table.columns:
             table[c] = table[c].astype(np.float64 if c in num else object)
         return cls(table=table, n_invalid=len(reasons), invalid_reasons=reasons)
+
+    @classmethod
+    def collect(
+        cls,
+        texts: Sequence[object],
+        parse_row: Callable[[str], tuple[list | None, str | None]],
+        columns: Sequence[str],
+        numerical: Sequence[str],
+    ) -> ParseResult:
+        """Parse each text with ``parse_row`` (``(row, None)`` or ``(None, reason)``); non-strings are invalid."""
+        rows: list[list] = []
+        index: list[int] = []
+        reasons: list[str] = []
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                reasons.append(f"text {i}: not a string ({type(text).__name__})")
+                continue
+            row, problem = parse_row(text)
+            if problem:
+                reasons.append(f"text {i}: {problem}")
+                continue
+            rows.append(row)  # type: ignore[arg-type]
+            index.append(i)
+        return cls.from_rows(rows, index, reasons, columns, numerical)
 
 
 def parse_cell(

@@ -165,31 +165,19 @@ class CanonicalSerializer(RowSerializer):
     def parse(self, texts: Sequence[str]) -> ParseResult:
         """Strings -> table (numericals float64, categoricals canonical strings); bad texts are counted, not raised."""
         self._check_fitted()
-        rows: list[list[object]] = []
-        index: list[int] = []
-        reasons: list[str] = []
-        ncol = len(self.columns_)
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                reasons.append(f"text {i}: not a string ({type(text).__name__})")
-                continue
-            cells, escaped = split_escaped(text.strip(), self.delimiter)
-            if len(cells) != ncol:
-                reasons.append(f"text {i}: expected {ncol} cells, got {len(cells)}")
-                continue
-            row: list[object] = []
-            problem = None
-            for c, cell, esc in zip(self.columns_, cells, escaped):
-                value, problem = parse_cell(
-                    c, cell, numerical=c in self.decimals_, nan_token=self.nan_token,
-                    categories=self.categories_.get(c, frozenset()), literal=esc,
-                )  # fmt: skip
-                if problem:
-                    break
-                row.append(value)
+        return ParseResult.collect(texts, self._parse_row, self.columns_, list(self.decimals_))
+
+    def _parse_row(self, text: str) -> tuple[list | None, str | None]:
+        cells, escaped = split_escaped(text.strip(), self.delimiter)
+        if len(cells) != len(self.columns_):
+            return None, f"expected {len(self.columns_)} cells, got {len(cells)}"
+        row: list[object] = []
+        for c, cell, esc in zip(self.columns_, cells, escaped):
+            value, problem = parse_cell(
+                c, cell, numerical=c in self.decimals_, nan_token=self.nan_token,
+                categories=self.categories_.get(c, frozenset()), literal=esc,
+            )  # fmt: skip
             if problem:
-                reasons.append(f"text {i}: {problem}")
-                continue
-            rows.append(row)
-            index.append(i)
-        return ParseResult.from_rows(rows, index, reasons, self.columns_, list(self.decimals_))
+                return None, problem
+            row.append(value)
+        return row, None

@@ -129,41 +129,29 @@ class GReaTSerializer(RowSerializer):
     def parse(self, texts: Sequence[str]) -> ParseResult:
         """Texts -> table (any column order); rows with a missing/duplicated/unknown/invalid cell are dropped."""
         self._check_fitted()
-        rows, index, reasons = [], [], []
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                reasons.append(f"text {i}: not a string ({type(text).__name__})")
-                continue
-            text = text.strip().rstrip(",").strip()
-            matches = list(self._pattern.finditer(text))
-            if not matches or matches[0].start() != 0:
-                reasons.append(f"text {i}: does not start with '<column> is '")
-                continue
-            found: dict[str, str] = {}
-            problem = None
-            for k, m in enumerate(matches):
-                end = matches[k + 1].start() if k + 1 < len(matches) else len(text)
-                col, value = m.group(1), text[m.end() : end]
-                if col in found:
-                    problem = f"column {col!r} appears twice"
-                    break
-                found[col] = value
-            if problem is None and len(found) != len(self.columns_):
-                missing = [c for c in self.columns_ if c not in found]
-                problem = f"missing column(s) {missing}"
-            row: list[object] = []
-            if problem is None:
-                for c in self.columns_:
-                    value, problem = parse_cell(
-                        c, found[c].strip(), numerical=c in self.decimals_, nan_token=self.nan_token,
-                        categories=self.categories_.get(c, frozenset()),
-                    )  # fmt: skip
-                    if problem:
-                        break
-                    row.append(value)
+        return ParseResult.collect(texts, self._parse_row, self.columns_, list(self.decimals_))
+
+    def _parse_row(self, text: str) -> tuple[list | None, str | None]:
+        text = text.strip().rstrip(",").strip()
+        matches = list(self._pattern.finditer(text))
+        if not matches or matches[0].start() != 0:
+            return None, "does not start with '<column> is '"
+        found: dict[str, str] = {}
+        for k, m in enumerate(matches):
+            end = matches[k + 1].start() if k + 1 < len(matches) else len(text)
+            col, value = m.group(1), text[m.end() : end]
+            if col in found:
+                return None, f"column {col!r} appears twice"
+            found[col] = value
+        if len(found) != len(self.columns_):
+            return None, f"missing column(s) {[c for c in self.columns_ if c not in found]}"
+        row: list[object] = []
+        for c in self.columns_:
+            value, problem = parse_cell(
+                c, found[c].strip(), numerical=c in self.decimals_, nan_token=self.nan_token,
+                categories=self.categories_.get(c, frozenset()),
+            )  # fmt: skip
             if problem:
-                reasons.append(f"text {i}: {problem}")
-                continue
-            rows.append(row)
-            index.append(i)
-        return ParseResult.from_rows(rows, index, reasons, self.columns_, list(self.decimals_))
+                return None, problem
+            row.append(value)
+        return row, None

@@ -73,43 +73,28 @@ class _PaperSerializer(RowSerializer):
     def parse(self, texts: Sequence[str]) -> ParseResult:
         """Strings -> table of the written columns (``paper_icl``: numerical columns only)."""
         self._check_fitted()
-        rows: list[list[object]] = []
-        index: list[int] = []
-        reasons: list[str] = []
-        ncol = len(self.columns_)
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                reasons.append(f"text {i}: not a string ({type(text).__name__})")
-                continue
-            cells = text.strip().split(self.delimiter)
-            if len(cells) != ncol:
-                reasons.append(f"text {i}: expected {ncol} cells, got {len(cells)}")
-                continue
-            row: list[object] = []
-            problem = None
-            for c, cell in zip(self.columns_, cells):
-                if not cell.startswith(self.prefix):
-                    problem = f"column {c!r}: cell {cell[:40]!r} does not start with {self.prefix!r}"
-                    break
-                value = cell[len(self.prefix) :]
-                if c in self.schema_.numerical:
-                    try:
-                        row.append(float(value))
-                    except ValueError:
-                        problem = f"column {c!r}: {value[:40]!r} is not a number"
-                        break
-                else:
-                    token = NA_CATEGORY if value == "nan" else canonical_category(_maybe_number(value))
-                    if token not in self.categories_[c]:
-                        problem = f"column {c!r}: category {value[:40]!r} was not seen when fitting"
-                        break
-                    row.append(token)
-            if problem:
-                reasons.append(f"text {i}: {problem}")
-                continue
-            rows.append(row)
-            index.append(i)
-        return ParseResult.from_rows(rows, index, reasons, self.columns_, self.schema_.numerical)
+        return ParseResult.collect(texts, self._parse_row, self.columns_, self.schema_.numerical)
+
+    def _parse_row(self, text: str) -> tuple[list | None, str | None]:
+        cells = text.strip().split(self.delimiter)
+        if len(cells) != len(self.columns_):
+            return None, f"expected {len(self.columns_)} cells, got {len(cells)}"
+        row: list[object] = []
+        for c, cell in zip(self.columns_, cells):
+            if not cell.startswith(self.prefix):
+                return None, f"column {c!r}: cell {cell[:40]!r} does not start with {self.prefix!r}"
+            value = cell[len(self.prefix) :]
+            if c in self.schema_.numerical:
+                try:
+                    row.append(float(value))
+                except ValueError:
+                    return None, f"column {c!r}: {value[:40]!r} is not a number"
+            else:
+                token = NA_CATEGORY if value == "nan" else canonical_category(_maybe_number(value))
+                if token not in self.categories_[c]:
+                    return None, f"column {c!r}: category {value[:40]!r} was not seen when fitting"
+                row.append(token)
+        return row, None
 
 
 def _maybe_number(value: str) -> object:
