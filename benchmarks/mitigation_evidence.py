@@ -278,6 +278,9 @@ def overlap_report(out: Path) -> None:
         for other in sorted((out / tag).glob(f"*/dc10/{seed}/dc/ranking.csv")):
             if other.parts[-5] != model:
                 entries[f"{other.parts[-5]} dc10 ranking"] = other
+        for other in sorted((out / tag).glob(f"*/none/{seed}/count_ranking.csv")):
+            if other.parts[-4] != model:
+                entries[f"{other.parts[-4]} count ranking"] = other
         for name, path in entries.items():
             if path.is_file():
                 lines.append((tag, model, seed, name, Ranking.load(path).overlap(oracle, 0.10)))
@@ -291,6 +294,35 @@ def overlap_report(out: Path) -> None:
         print("|---|---|---|---|---|")
         for tag, model, seed, name, v in lines:
             print(f"| {tag} | {model} | {seed} | {name} | {v:.3f} |")
+        df = pd.DataFrame(lines, columns=["tag", "model", "seed", "ranking", "overlap"])
+        print("\n### overlap with the count oracle, mean over seeds (95% t-interval; chance = 0.10)\n")
+        print("| dataset | model (oracle) | ranking | seeds | overlap |")
+        print("|---|---|---|---|---|")
+        for (tag, model, name), g in df.groupby(["tag", "model", "ranking"], sort=True):
+            m, h, n = t_ci(g.overlap.tolist())
+            print(f"| {tag} | {model} | {name} | {n} | {fmt(m, h, scale=1.0, digits=3)} |")
+    ties_report(out)
+
+
+def ties_report(out: Path, p: float = 0.10) -> None:
+    """How much of each count oracle's top p is decided by replica counts, and how much by the seeded tie-break."""
+    from tabmem.mitigation.ranking import Ranking
+
+    print(f"\n### count oracles: replica counts at the top {p:.0%} cut\n")
+    print(
+        "| dataset | model | seed | records with >= 1 replica | count at the cut | top records chosen by the tie-break |"
+    )
+    print("|---|---|---|---|---|---|")
+    for path in sorted(out.glob("*/*/none/seed*/count_ranking.csv")):
+        tag, model, seed = path.parts[-5], path.parts[-4], path.parts[-2]
+        rk = Ranking.load(path)
+        score = np.empty(rk.n_train)
+        score[rk.table["train_row"].to_numpy()] = rk.table["score"].to_numpy(dtype=float)
+        top = rk.top(p)
+        cut = float(score[top].min())
+        # records of the top p at the cut's count are drawn by the tie-break when more share that count
+        tied = int((score[top] == cut).sum()) if (score == cut).sum() > (score[top] == cut).sum() else 0
+        print(f"| {tag} | {model} | {seed} | {int((score > 0).sum())} | {cut:g} | {tied} of {len(top)} |")
 
 
 def reevaluate(out: Path, k: int, data_dir: str) -> None:
