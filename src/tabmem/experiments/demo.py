@@ -35,7 +35,7 @@ from tabmem.experiments.store import load_results
 
 __all__ = ["DEMO_EPOCHS", "DEMO_TRACK_EVERY", "DemoOutcome", "demo_study_text", "headline", "run_demo"]
 
-#: TabDDPM epochs and tracking interval of the demo (about 20 s of training on one core)
+#: TabDDPM epochs and tracking interval of the demo (15-40 s of training on one core, by the machine's load)
 DEMO_EPOCHS = 300
 DEMO_TRACK_EVERY = 25
 
@@ -69,7 +69,7 @@ description = "tabmem demo: a leaky positive control, TabDDPM and TabDDPM after 
 steps = {_toml_list(steps)}
 seeds = [{int(seed)}]
 threads = 1
-estimate = "about 1.5 minutes on a busy 2-core machine (load average 9)"
+estimate = "66 s (load average 5-7) to 88 s (load average 9) measured on a shared 2-core machine"
 
 [[datasets]]
 name = "diabetes"
