@@ -1,7 +1,7 @@
 """Experiments: runs of the library's components into directories that can be resumed and read back.
 
 * :func:`train_to_dir` / :func:`demo_train` (``training.py``): train a generator with tracking,
-  checkpoints and the final audit into a run directory (what ``tabmem train`` and ``tabmem demo`` run).
+  checkpoints and the final audit into a run directory (what ``tabmem train`` runs).
 * :func:`attack_to_dir` (``attack.py``): membership inference into a directory, with shadow
   generators (``shadows.py``: planned, trained in parallel, cached, resumable) for the
   shadow-model attacks (what ``tabmem attack`` runs).
@@ -13,6 +13,8 @@
   (``executors.py``: local processes or Ray) through registered pipeline steps (``steps/``: the
   step interface is in ``steps/base.py``), and :func:`load_results` reads the tidy result table
   (``store.py`` documents its schema).
+* :func:`run_demo` (``demo.py``): the demo study on diabetes (a leaky positive control, TabDDPM
+  with tracking, TabDDPM after DynamicCut), its run and its report (what ``tabmem demo`` runs).
 * :func:`write_report` (``report/``): one self-contained HTML report from a study, a train run or
   audit/attack/quality outputs (what ``tabmem report`` runs).
 
@@ -27,6 +29,7 @@ from typing import Any
 _EXPORTS = {
     "train_to_dir": "tabmem.experiments.training",
     "demo_train": "tabmem.experiments.training",
+    "run_demo": "tabmem.experiments.demo",
     "write_report": "tabmem.experiments.report",
     "dynamiccut_to_dir": "tabmem.experiments.dynamiccut",
     "evaluate_run_dir": "tabmem.experiments.dynamiccut",

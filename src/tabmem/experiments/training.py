@@ -1,7 +1,8 @@
 """Train a generator into a directory with tracking, checkpoints and the final audit (``tabmem train``).
 
-:func:`train_to_dir` is the library call behind ``tabmem train``; :func:`demo_train` is the
-short call the ``tabmem demo`` command uses. Directory layout::
+:func:`train_to_dir` is the library call behind ``tabmem train``; :func:`demo_train` is a
+short call for a tracked TabDDPM ``small`` run (``tabmem demo`` runs a study instead:
+:mod:`tabmem.experiments.demo`). Directory layout::
 
     DIR/config.json      the run's settings (model, params, seed, data source, schema)
     DIR/checkpoint.pt    resumable checkpoint (``resume=True`` / ``--resume`` continues from it)
@@ -364,7 +365,7 @@ def demo_train(
     preset: str = "small",
     progress: bool = False,
 ) -> dict[str, Any]:
-    """Train ``model`` (TabDDPM ``small``) with tracking and audit its output: what ``tabmem demo`` runs.
+    """Train ``model`` (TabDDPM ``small``) with tracking and audit its output, into ``out_dir`` (replaced).
 
     Returns the summary (memorization rate, holdout baseline, Mem-AUC, Top vs Non-top findings);
     ``out_dir`` gets the :func:`train_to_dir` layout (``synthetic.csv`` is ready for ``tabmem audit``).

@@ -607,6 +607,7 @@ GENERATORS: Registry[type[TabularGenerator]] = Registry(
         "tvae": "tabmem.generators.tvae",
         "ctgan": "tabmem.generators.ctgan",
         "llm": "tabmem.generators.llm",
+        "noisy_resample": "tabmem.generators.baselines",
     },
 )
 register_generator = GENERATORS.register
