@@ -40,6 +40,7 @@ __all__ = [
     "EarlyStopping",
     "LambdaCallback",
     "History",
+    "StopAtEpoch",
     "TrainingRun",
 ]
 
@@ -142,6 +143,35 @@ class EarlyStopping(Callback):
             return False
         self.wait_ += 1
         return self.wait_ >= self.patience
+
+
+class StopAtEpoch(Callback):
+    """Stop training after epoch ``epoch`` of a longer schedule (a warm-up: the first epochs of the full run).
+
+    Unlike training with ``epochs=epoch``, everything that depends on the full schedule (a learning
+    rate decaying over all epochs) stays that of the full run. Runs after the other callbacks
+    (``order = 90``), before checkpoints (100), so the stopping epoch is tracked and checkpointed.
+    A fit resumed from a checkpoint at or past ``epoch`` trains no further epoch (the loop's end is
+    held at the checkpoint's epoch while the fit runs, and restored in ``on_fit_end``).
+    """
+
+    order = 90
+
+    def __init__(self, epoch: int):
+        self.epoch = check_positive_int("StopAtEpoch: epoch", epoch)
+        self._held: Any = None
+
+    def on_fit_start(self, gen: TabularGenerator) -> None:
+        if int(gen.epoch_) >= self.epoch:
+            self._held = gen.epochs
+            gen.epochs = gen.epoch_  # type: ignore[misc]
+
+    def on_fit_end(self, gen: TabularGenerator) -> None:
+        if self._held is not None:
+            gen.epochs, self._held = self._held, None  # type: ignore[misc]
+
+    def on_epoch_end(self, gen: TabularGenerator, epoch: int, logs: dict[str, Any]) -> bool | None:
+        return epoch >= self.epoch
 
 
 class LambdaCallback(Callback):

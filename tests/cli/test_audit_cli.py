@@ -1,4 +1,4 @@
-"""``tabmem audit`` and ``tabmem demo`` end to end."""
+"""``tabmem audit`` end to end (``tabmem demo``: tests/experiments/test_demo.py)."""
 
 from __future__ import annotations
 
@@ -147,23 +147,3 @@ def test_audit_with_registered_dataset_uses_test_split_as_holdout(shared_data_di
     assert code == 0, text
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["n_holdout"] == len(ds.test)
-
-
-def test_demo_without_generator(tmp_path, capsys) -> None:
-    code, text = run(["demo", "--no-generator", "--no-quality", "--out", str(tmp_path / "demo")], capsys)
-    assert code == 0, text
-    summary = json.loads((tmp_path / "demo" / "demo_summary.json").read_text())
-    assert summary["noisy resample"]["excess_memorization"] > 0.1
-    assert (tmp_path / "demo" / "resample" / "audit" / "replicas.csv").exists()
-
-
-def test_demo_full_trains_tabddpm_and_reports_quality(tmp_path, capsys) -> None:
-    pytest.importorskip("torch")
-    code, text = run(["demo", "--epochs", "5", "--out", str(tmp_path / "demo")], capsys)
-    assert code == 0, text
-    summary = json.loads((tmp_path / "demo" / "demo_summary.json").read_text())
-    assert set(summary) == {"noisy resample", "TabDDPM"}
-    for row in summary.values():
-        assert 0 <= row["memorization_rate"] <= 1 and 0 <= row["shape"] <= 1 and row["mle"] > 0
-    assert (tmp_path / "demo" / "tabddpm" / "synthetic.csv").exists()
-    assert "Headline" in text

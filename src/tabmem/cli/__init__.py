@@ -23,6 +23,9 @@ COMMANDS: dict[str, str] = {
     "attack": "tabmem.cli.attack:attack",
     "quality": "tabmem.cli.quality:quality",
     "generate-icl": "tabmem.cli.generate_icl:generate_icl",
+    "augment": "tabmem.cli.augment:augment",
+    "dynamiccut": "tabmem.cli.dynamiccut:dynamiccut",
+    "rank": "tabmem.cli.rank:rank",
     "run": "tabmem.cli.run:run",
     "report": "tabmem.cli.report:report",
 }

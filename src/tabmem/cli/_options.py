@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable
@@ -47,6 +48,7 @@ __all__ = [
     "torch_options",
     "training_table_options",
     "MEMORY_GB",
+    "parse_params",
 ]
 
 
@@ -57,6 +59,23 @@ def column_names(values: tuple[str, ...] | list[str] | str | None) -> list[str]:
     if isinstance(values, str):
         values = [values]
     return [part.strip() for item in values for part in str(item).split(",") if part.strip()]
+
+
+def parse_params(items: tuple[str, ...] | list[str], option: str = "--param") -> dict[str, Any]:
+    """``KEY=VALUE`` items as a dict; values are read as JSON when they parse (lists become tuples)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise TabmemError(f"{option} expects KEY=VALUE, got {item!r}")
+        key, raw = item.split("=", 1)
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        if isinstance(value, list):
+            value = tuple(value)
+        out[key.strip()] = value
+    return out
 
 
 class _NJobs(click.ParamType):

@@ -185,7 +185,7 @@ def attack(
 
     from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
     from tabmem.attacks import ATTACKS
-    from tabmem.cli.train import _parse_params
+    from tabmem.cli._options import parse_params
     from tabmem.data.schema import Schema
     from tabmem.data.serialization import SERIALIZERS
     from tabmem.experiments.attack import attack_to_dir
@@ -206,7 +206,7 @@ def attack(
     synthetic = read_user_table(synthetic_path, encoding=encoding, option="--synthetic")
     reference = read_user_table(reference_path, encoding=encoding, option="--reference") if reference_path else None
     population = read_user_table(population_path, encoding=encoding, option="--population") if population_path else None
-    gen_params = _parse_params(params)
+    gen_params = parse_params(params)
     if epochs is not None:
         gen_params["epochs"] = epochs
     schema = Schema.infer(

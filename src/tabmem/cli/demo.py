@@ -1,172 +1,273 @@
-"""``tabmem demo``: the whole job on the embedded default dataset (scikit-learn's diabetes).
+"""``tabmem demo``: the whole job on the diabetes table bundled with scikit-learn, as a study.
 
-1. a deliberately leaky stand-in for a generator (a noisy resample of the training rows: it is
-   *not* a generative model, and is labelled as such) to show what memorization looks like;
-2. a real generator (TabDDPM, ``small`` preset) trained with per-record memorization tracking,
-   when torch is installed;
-3. for each synthetic table: a replica audit against the training rows with the real held-out
-   rows as the no-memorization baseline, and the quality metrics (fidelity and utility).
-
-Everything runs locally in a few minutes; outputs go to ``--out``.
+It writes the demo study (:mod:`tabmem.experiments.demo`: a leaky positive control, TabDDPM with
+memorization tracking, and TabDDPM after DynamicCut; each cell audited against the holdout
+baseline, attacked and scored for quality) into ``--out``, runs it with the ``tabmem run``
+machinery (resumable: a second run reuses finished cells), writes ``--out/report.html`` and
+prints the numbers that matter with their units, the Top vs Non-top findings that hold, a
+verdict in plain words and the commands to run on your own table. No training record's values
+are printed.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
-import numpy as np
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from tabmem._io import write_frame, write_json
-from tabmem.cli._options import echo_threads, prepare_out_dir, seed_option
-from tabmem.cli.audit import summary_table, write_outputs
-from tabmem.data.datasets import load_dataset
-from tabmem.data.schema import Schema
-from tabmem.memorization.replicas import ReplicaDetector
+from tabmem._io import write_json
+from tabmem.cli._options import prepare_out_dir, seed_option
+from tabmem.errors import TabmemError
 from tabmem.neighbors.distances import DISTANCES
 
-
-def noisy_resample(
-    train: pd.DataFrame, schema: Schema, n: int, *, copy_fraction: float = 0.3, seed: int = 0
-) -> pd.DataFrame:
-    """Resample training rows; keep ``copy_fraction`` as exact copies and jitter the rest.
-
-    Numerical values of the jittered rows get Gaussian noise of 25% of the column's standard
-    deviation (integer columns stay integers); categorical values are kept. A stand-in that
-    leaks on purpose, not a generator.
-    """
-    rng = np.random.default_rng(seed)
-    syn = train.sample(n, replace=True, random_state=seed).reset_index(drop=True)
-    jitter = rng.random(n) >= copy_fraction
-    for c in schema.numerical:
-        values = syn[c].to_numpy(dtype=float)
-        noisy = values + rng.normal(0, 0.25 * float(train[c].std()), n)
-        if pd.api.types.is_integer_dtype(train[c].dtype):
-            noisy = np.round(noisy)
-        syn[c] = np.where(jitter, noisy, values).astype(train[c].dtype)
-    return syn
-
-
-def audit_and_quality(
-    name: str, train, test, syn, schema, out: Path, console: Console, distance: str, with_quality: bool
-) -> dict:
-    detector = ReplicaDetector(distance).fit(train, schema)
-    result = detector.score(syn, holdout=test, unseen="mismatch")
-    summary = write_outputs(result, out / name / "audit")
-    console.print(summary_table(summary, title=f"Replica audit: {name}"))
-    row = {
-        "memorization_rate": summary["memorization_rate"],
-        "holdout_memorization_rate": summary["holdout_memorization_rate"],
-        "excess_memorization": summary["excess_memorization"],
-    }
-    if with_quality:
-        from tabmem.metrics.report import quality_report
-
-        report = quality_report(train, syn, schema, test=test, holdout=test, mle_grid="tabsyn")
-        report.save(out / name / "quality")
-        q = report.summary()
-        row.update({k: q.get(k) for k in ("shape", "trend", "mle", "mmd", "wasserstein", "dcr_share")})
-        row["dcr_share_ideal"] = (q.get("details", {}).get("dcr_share") or {}).get("ideal")
-    return row
+ATTACK_NAMES = {"levatt": "LevAtt", "dcr": "DCR", "mc": "Monte Carlo", "density": "density"}
 
 
 @click.command()
 @click.option("--out", type=click.Path(file_okay=False), default="tabmem-demo", show_default=True)
 @click.option("--distance", type=click.Choice(DISTANCES.names()), default="fang2024", show_default=True)
 @click.option(
-    "--epochs", type=click.IntRange(min=1), default=None, help="TabDDPM training epochs (default: the demo's setting)."
+    "--epochs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="TabDDPM training epochs (default: 300; fewer run faster and memorize less).",
 )
-@click.option("--no-generator", is_flag=True, help="Skip training the TabDDPM generator.")
+@click.option("--no-generator", is_flag=True, help="Only the positive control: no TabDDPM and no DynamicCut.")
 @click.option("--no-quality", is_flag=True, help="Skip the quality metrics.")
-@seed_option("Random seed of the demo's resample and generator.")
-def demo(out, distance, epochs, no_generator, no_quality, seed) -> None:
-    """Audit synthetic data for memorization on the embedded diabetes dataset."""
-    console = Console()
+@click.option(
+    "--jobs", type=click.IntRange(min=1), default=None, help="Cells run in parallel (default: the available CPUs)."
+)
+@seed_option("Seed of the study's cells (training, sampling, bootstraps).")
+def demo(out, distance, epochs, no_generator, no_quality, jobs, seed) -> None:
+    """Find, measure and remove memorization on the embedded diabetes dataset; writes a report."""
+    from tabmem.experiments.demo import DEMO_EPOCHS, DEMO_TRACK_EVERY, run_demo
+
+    if importlib.util.find_spec("torch") is None:
+        raise TabmemError("tabmem demo trains generators and needs torch: pip install 'tabmem[all]' torch==2.13.0")
+    console = Console(highlight=False)
     t0 = time.perf_counter()
     out_dir = prepare_out_dir(out)
-    ds = load_dataset("diabetes")
-    train, test, schema = ds.train, ds.test, ds.schema
+    epochs = epochs or DEMO_EPOCHS
+    every = min(DEMO_TRACK_EVERY, epochs)
     console.print(
-        f"[bold]tabmem demo[/bold] on diabetes (scikit-learn, {len(train)} training / {len(test)} held-out rows, "
-        f"{len(schema.columns)} columns). Distance: {distance}."
+        f"[bold]tabmem demo[/bold]: diabetes (scikit-learn; 353 training rows, 89 held-out rows, 11 columns), "
+        f"run as a study in {out_dir}/ (its file: {out_dir / 'demo.toml'}).\n"
+        "  noisy-resample  a positive control, NOT a generative model: training rows drawn again, 30% exact "
+        "copies, the rest jittered; it leaks by construction"
     )
-    rows: dict[str, dict] = {}
-    console.rule("1. A leaky stand-in: noisy resample of the training rows (not a generator)")
-    resample = noisy_resample(train, schema, len(train), seed=seed)
-    write_frame(out_dir / "resample.csv", resample)
-    rows["noisy resample"] = audit_and_quality(
-        "resample", train, test, resample, schema, out_dir, console, distance, not no_quality
-    )
-
-    if not no_generator and importlib.util.find_spec("torch") is not None:
-        console.rule("2. TabDDPM (small preset) trained with per-record memorization tracking")
-        import torch
-
-        from tabmem.data.io import read_table
-        from tabmem.experiments import demo_train
-
-        gen_dir = out_dir / "tabddpm"
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # small network: one thread is fastest and leaves the other core free
-        echo_threads(1, 1, "(torch: the small network runs fastest on one)")
-        try:
-            info = demo_train(
-                train, schema, gen_dir, epochs=epochs or 20, track_every=5, holdout=test, seed=seed, progress=True
-            )
-        finally:
-            torch.set_num_threads(threads)
-        for finding in info.get("dynamics_findings", []) or []:
-            console.print(f"  Top vs Non-top: {finding}")
-        syn = read_table(gen_dir / "synthetic.csv")
-        rows["TabDDPM"] = audit_and_quality(
-            "tabddpm", train, test, syn, schema, out_dir, console, distance, not no_quality
+    if not no_generator:
+        console.print(
+            f"  tabddpm         TabDDPM (small preset, {epochs} epochs), memorization of every training record "
+            f"tracked every {every} epochs\n"
+            "  dynamiccut-10   the same TabDDPM after DynamicCut: rank records by their memorization in the "
+            "warm-up, remove the top 10%, retrain"
         )
-    elif not no_generator:
-        console.print("[yellow]torch is not installed: skipping the generator (pip install 'tabmem[all]').[/yellow]")
-
-    table = Table(
-        title="Headline: memorization next to fidelity and utility",
-        header_style="bold",
-        caption="MLE: RMSE of XGBoost trained on each table, tested on real held-out rows (lower is better); "
-        "DCR share: no-copy value = n_train/(n_train+n_holdout)" + _ideal(rows),
-    )
-    cols = ["memorization_rate", "holdout_memorization_rate", "excess_memorization"]
-    if not no_quality:
-        cols += ["shape", "trend", "mle", "dcr_share"]
-    short = {
-        "memorization_rate": "mem. rate",
-        "holdout_memorization_rate": "holdout rate",
-        "excess_memorization": "excess",
-        "mle": "MLE",
-        "dcr_share": "DCR share",
-    }
-    table.add_column("synthetic table")
-    for c in cols:
-        table.add_column(short.get(c, c), justify="right")
-    for name, row in rows.items():
-        table.add_row(name, *[_fmt(row.get(c)) for c in cols])
-    console.print(table)
-    write_json(out_dir / "demo_summary.json", rows)
     console.print(
-        f"[dim]Done in {time.perf_counter() - t0:.0f} s. Outputs in {out_dir}/: per table an audit/ folder "
-        "(summary.json, replicas.csv, records.csv) and a quality/ folder; demo_summary.json. The holdout rate is what "
-        "real rows never trained on score: only the excess over it is evidence of memorization.[/dim]"
+        f"  every cell: replica audit ({distance}, d1/d2 < 1/3) next to the holdout baseline (the 89 real rows "
+        "never trained on, scored the same way); attacks LevAtt, DCR, Monte Carlo, density (DOMIAS needs "
+        "a reference set that 89 held-out rows cannot spare)" + ("" if no_quality else "; quality metrics")
     )
+    console.rule("running the study")
+    try:
+        result = run_demo(
+            out_dir,
+            epochs=epochs,
+            generator=not no_generator,
+            quality=not no_quality,
+            distance=distance,
+            seed=seed,
+            jobs=jobs,
+            echo=lambda line: console.print(line, markup=False),
+        )
+    except KeyboardInterrupt:
+        click.echo("interrupted: finished cells are kept; run tabmem demo again to resume", err=True)
+        sys.exit(130)
+    write_json(out_dir / "demo_summary.json", result.rows)
+    console.print(headline_table(result.rows))
+    console.print(units_note(result.rows), markup=False, style="dim")
+    for cell in result.cells:
+        if cell.axes.get("generator") == "noisy-resample":
+            continue  # nothing is learned over epochs: one tracked epoch
+        if cell.training is not None and cell.training.dynamics:
+            print_dynamics(console, cell.name, cell.training.dynamics)
+    console.rule("verdict")
+    for line in verdict_lines(result.rows, result.cells):
+        console.print(line, markup=False)
+    console.print(
+        f"\nReport (open it in a browser; it needs no network): {result.report}\n"
+        f"Every number: {out_dir / 'results.parquet'} (tabmem.experiments.load_results); the cells: {out_dir / 'cells'}/",
+        markup=False,
+    )
+    console.print(
+        "\n[bold]Run it on your own table[/bold] (train.csv: the generator's training rows; holdout.csv: real rows it never saw):"
+    )
+    for line in own_table_lines(out_dir / "demo.toml"):
+        console.print(f"  {line}", markup=False)
+    console.print(f"Done in {time.perf_counter() - t0:.0f} s.")
+    if result.outcome.failed:
+        for name, cid, error in result.outcome.failed:
+            click.echo(f"cell {name} ({cid}) failed: {error}", err=True)
+        sys.exit(1)
 
 
-def _ideal(rows: dict[str, dict]) -> str:
-    ideal = next((r.get("dcr_share_ideal") for r in rows.values() if r.get("dcr_share_ideal") is not None), None)
-    return "" if ideal is None else f" = {ideal:.2f} here"
+def own_table_lines(study: Path) -> list[str]:
+    """The commands that do the same on the user's files."""
+    return [
+        "tabmem audit --train train.csv --synthetic synthetic.csv --holdout holdout.csv --out audit/",
+        "tabmem attack --members train.csv --non-members holdout.csv --synthetic synthetic.csv --out attack/",
+        f'cp {study} mine.toml    # then its [[datasets]] entry: path = "train.csv"  test = "holdout.csv"  target = "y"',
+        "tabmem run mine.toml --out runs/mine && tabmem report runs/mine",
+    ]
 
 
-def _fmt(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.3f}"
-    return str(v)
+def _ci(ci: list[float] | None, fmt: str = "{:+.1f}") -> str:
+    return "" if not ci else " [" + fmt.format(ci[0]) + ", " + fmt.format(ci[1]) + "]"
+
+
+NAMES = {"noisy-resample": "noisy resample", "tabddpm": "TabDDPM", "dynamiccut-10": "DynamicCut 10%"}
+
+
+def _name(row: dict[str, Any]) -> str:
+    gen = NAMES.get(row["generator"], row["generator"])
+    mit = row.get("mitigation")
+    return gen if mit in (None, "none") else f"{gen} + {NAMES.get(mit, mit)}"
+
+
+def headline_table(rows: list[dict[str, Any]]) -> Table:
+    """One column per cell, one row per measure; every row names its unit."""
+    real_rmse = next((r.get("mle_rmse_real") for r in rows if r.get("mle_rmse_real") is not None), None)
+    no_copy = next((r.get("dcr_share_no_copy") for r in rows if r.get("dcr_share_no_copy") is not None), None)
+    table = Table(title="Headline", header_style="bold", title_style="bold")
+    table.add_column("measure")
+    for r in rows:
+        table.add_column(_name(r), justify="right")
+
+    def add(label: str, fmt: Any) -> None:
+        values = [fmt(r) for r in rows]
+        if any(v not in ("", "-") for v in values):
+            table.add_row(label, *values)
+
+    def num(key: str, spec: str) -> Any:
+        return lambda r: "-" if r.get(key) is None else format(r[key], spec)
+
+    def ci(key: str, spec: str) -> Any:
+        return lambda r: "" if not r.get(key) else f"{format(r[key][0], spec)} to {format(r[key][1], spec)}"
+
+    add("replicas, %", num("memorization_pct", ".1f"))
+    add("  95% CI", ci("memorization_ci_pct", ".1f"))
+    add("holdout baseline, %", num("holdout_pct", ".1f"))
+    add("excess, points", num("excess_points", "+.1f"))
+    add("  95% CI", ci("excess_ci_points", "+.1f"))
+    add("strongest attack", lambda r: ATTACK_NAMES.get(r.get("attack"), r.get("attack") or "-"))
+    add("  AUC (chance 0.5)", num("attack_auc", ".3f"))
+    add("  95% CI", ci("attack_auc_ci", ".3f"))
+    add("  TPR at FPR 0.1", num("attack_tpr_at_fpr_0.1", ".3f"))
+    add("Shape (0-1)", num("shape", ".3f"))
+    add("Trend (0-1)", num("trend", ".3f"))
+    add("MLE RMSE" + ("" if real_rmse is None else f" (real {real_rmse:.1f})"), num("mle_rmse", ".1f"))
+    add("DCR share" + ("" if no_copy is None else f" (no-copy {no_copy:.2f})"), num("dcr_share", ".3f"))
+    return table
+
+
+def units_note(rows: list[dict[str, Any]]) -> str:
+    """What the headline's units mean (only those of the rows shown)."""
+    text = (
+        "replicas: % of the synthetic rows whose nearest training row is closer than 1/3 of the second nearest; "
+        "holdout baseline: % of the real "
+        "rows never trained on, scored the same way; excess: the difference, in percentage points. AUC and TPR: "
+        "fractions from 0 to 1"
+    )
+    if any(r.get("shape") is not None for r in rows):
+        text += (
+            "; Shape, Trend: 0 to 1, 1 = the real table's column distributions and correlations; MLE RMSE: "
+            "XGBoost trained on the table, tested on the real held-out rows, in the target's units (lower is "
+            "better); DCR share: fraction of synthetic rows closer to a training row than to a held-out row"
+        )
+    return text + "."
+
+
+def print_dynamics(console: Console, name: str, dyn: dict[str, Any]) -> None:
+    """The Top vs Non-top findings that hold, in words with effect sizes, then those that did not."""
+    from tabmem.experiments.report.tables import dynamics_sentences
+
+    held, not_held = dynamics_sentences(dyn)
+    epochs = dyn.get("tracked_epochs") or []
+    console.print(
+        f"\n[bold]Training dynamics[/bold] of {name} ({len(epochs)} tracked epochs; Top = the "
+        f"{dyn.get('n_top', '?')} records with the most replicas at the end, vs the other {dyn.get('n_nontop', '?')}):"
+    )
+    if not held:
+        console.print("  no Top vs Non-top difference holds (two-sided Mann-Whitney, p < 0.05)", markup=False)
+    for line in held + not_held:
+        console.print(f"  {line}", markup=False)
+
+
+def verdict_lines(rows: list[dict[str, Any]], cells: list[Any]) -> list[str]:
+    """Plain words per cell, with the report's rules (excess interval above 0; AUC interval above 0.5)."""
+    from tabmem.experiments.report.verdict import cell_verdict
+
+    badges = {c.name: cell_verdict(c).badge for c in cells}
+    lines = []
+    plain = next((r for r in rows if r["generator"] == "tabddpm" and r.get("mitigation") in (None, "none")), None)
+    for r in rows:
+        who = _name(r)
+        mem, hold, ex = r.get("memorization_pct"), r.get("holdout_pct"), r.get("excess_points")
+        if mem is None or hold is None or ex is None:
+            lines.append(f"- {who}: no audit result (see the report).")
+            continue
+        ci = r.get("excess_ci_points")
+        text = (
+            f"- {who}: {mem:.1f}% of its synthetic rows are replicas of a training row, against {hold:.1f}% for real "
+            f"rows it never saw: excess {ex:+.1f} points" + _ci(ci) + " -> " + _excess_words(ci)
+        )
+        if r.get("attack_auc") is not None:
+            aci = r.get("attack_auc_ci")
+            att = ATTACK_NAMES.get(r["attack"], r["attack"])
+            text += (
+                f"; the strongest attack ({att}) reached AUC {r['attack_auc']:.3f}"
+                + _ci(aci, "{:.3f}")
+                + " -> "
+                + _auc_words(aci)
+            )
+        if r.get("mitigation") not in (None, "none") and plain is not None and plain.get("excess_points") is not None:
+            text += f"; without it: excess {plain['excess_points']:+.1f} points"
+            if plain.get("attack_auc") is not None:
+                text += f", attack AUC {plain['attack_auc']:.3f}"
+            if r.get("shape") is not None and plain.get("shape") is not None:
+                text += f"; Shape {r['shape']:.3f} vs {plain['shape']:.3f}"
+            pci = plain.get("excess_ci_points")
+            if pci and pci[0] <= 0:
+                text += (
+                    " (TabDDPM does not memorize beyond the baseline here, so there is little for a mitigation to "
+                    "remove; docs/mitigation.md shows the regime where it does)"
+                )
+        if r["generator"] == "noisy-resample":
+            text += " (as built: the control leaks, and the audit and the attacks see it)"
+        badge = badges.get(r["cell"])
+        lines.append(text + "." + (f"  [{badge}]" if badge else ""))
+    return lines
+
+
+def _excess_words(ci: list[float] | None) -> str:
+    if not ci:
+        return "no interval"
+    if ci[0] > 0:
+        return "memorization beyond the baseline"
+    if ci[1] < 0:
+        return "fewer replicas than real unseen rows"
+    return "no memorization beyond the baseline"
+
+
+def _auc_words(ci: list[float] | None) -> str:
+    if not ci:
+        return "no interval"
+    return "it tells members from non-members" if ci[0] > 0.5 else "chance level"
+
+
+__all__ = ["demo", "headline_table", "own_table_lines", "print_dynamics", "units_note", "verdict_lines"]

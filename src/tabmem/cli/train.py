@@ -7,9 +7,7 @@ prints or logs raw training records.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -19,6 +17,7 @@ from tabmem.cli._options import (
     echo_threads,
     echo_warning,
     load_training_table,
+    parse_params,
     prepare_out_dir,
     read_user_table,
     seed_option,
@@ -28,22 +27,6 @@ from tabmem.cli._options import (
 from tabmem.errors import TabmemError
 from tabmem.memorization.replicas import DUPLICATES
 from tabmem.neighbors.distances import DISTANCES
-
-
-def _parse_params(items: tuple[str, ...]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise TabmemError(f"--param expects KEY=VALUE, got {item!r}")
-        key, raw = item.split("=", 1)
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        if isinstance(value, list):
-            value = tuple(value)
-        out[key.strip()] = value
-    return out
 
 
 @click.command("train")
@@ -158,7 +141,7 @@ def train(
     if resume and overwrite:
         raise TabmemError("--resume and --overwrite exclude each other")
     generator_cls = GENERATORS.get(model)  # an unknown name fails before any data is read
-    p = _parse_params(params)
+    p = parse_params(params)
     if backbone is not None and "backbone" not in generator_cls._param_names():
         raise TabmemError(f"--backbone only applies to generators built on a language model (llm), not {model!r}")
     if epochs is not None:

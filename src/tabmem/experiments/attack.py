@@ -251,8 +251,8 @@ def risk_ledger(
 
 def _intensity(run_dir: Path, members: Any, k: int) -> np.ndarray:
     """DynamicCut intensity of every training record of a tracked run whose training table is ``members``."""
+    from tabmem.data.fingerprint import table_fingerprint
     from tabmem.generators import load_generator
-    from tabmem.generators.base import _table_fingerprint
     from tabmem.memorization.dynamics import TrainingDynamics
 
     if not (run_dir / "tracking" / "tracker.json").is_file():
@@ -260,7 +260,7 @@ def _intensity(run_dir: Path, members: Any, k: int) -> np.ndarray:
     gen = load_generator(run_dir)
     run_schema = Schema.from_dict(read_json(run_dir / "config.json")["schema"])
     clean = validate(members, run_schema, name="members", extra="ignore").data
-    if getattr(gen, "fingerprint_", None) != _table_fingerprint(clean):
+    if getattr(gen, "fingerprint_", None) != table_fingerprint(clean):
         raise TabmemError(
             f"--run: {str(run_dir)!r} was trained on another table than --members (fingerprints differ; the members "
             "must be the run's training rows in the same order)"

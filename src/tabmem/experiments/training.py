@@ -1,7 +1,8 @@
 """Train a generator into a directory with tracking, checkpoints and the final audit (``tabmem train``).
 
-:func:`train_to_dir` is the library call behind ``tabmem train``; :func:`demo_train` is the
-short call the ``tabmem demo`` command uses. Directory layout::
+:func:`train_to_dir` is the library call behind ``tabmem train``; :func:`demo_train` is a
+short call for a tracked TabDDPM ``small`` run (``tabmem demo`` runs a study instead:
+:mod:`tabmem.experiments.demo`). Directory layout::
 
     DIR/config.json      the run's settings (model, params, seed, data source, schema)
     DIR/checkpoint.pt    resumable checkpoint (``resume=True`` / ``--resume`` continues from it)
@@ -43,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem._io import read_json, write_frame, write_json
-from tabmem.callbacks import Callback
+from tabmem.callbacks import Callback, StopAtEpoch
 from tabmem.data.schema import Schema, validate
 from tabmem.errors import TabmemError, suggest
 from tabmem.generators import get_generator
@@ -62,6 +63,7 @@ CONFIG_KEYS = (
     "distance",
     "checkpoint_every",
     "source",
+    "stop_after",
 )
 
 #: files and folders of a training run (what ``overwrite=True`` deletes; nothing else is touched)
@@ -150,6 +152,7 @@ def train_to_dir(
     source: dict[str, Any] | None = None,
     q: float = 0.10,
     dataset: str | None = None,
+    stop_after: int | None = None,
     overwrite: bool = False,
     duplicates: str = "papers",
     on_warning: Any = None,
@@ -162,6 +165,8 @@ def train_to_dir(
     continues from ``out_dir/checkpoint.pt`` and must use the same settings (with no checkpoint
     yet it starts from scratch); ``overwrite=True`` replaces a previous run. ``dataset`` (a
     registered name) selects the preset's per-dataset settings (``DATASET_PRESETS``).
+    ``stop_after`` stops after that many epochs of the full schedule (a warm-up:
+    :class:`~tabmem.callbacks.StopAtEpoch`; a learning rate decaying over the full run is kept).
     ``duplicates`` is the replica detector's rule for undefined ratios; ``on_warning(message)``
     receives warnings (a message is also kept in the summary's ``warnings``). With a holdout and
     ``evidence`` the summary also holds ``tabmem audit``'s distance evidence of the final table
@@ -180,6 +185,8 @@ def train_to_dir(
     check_magnitudes(table)
     if holdout is not None:  # structural problems of the holdout surface now, not after training
         holdout = validate(holdout, schema, name="holdout", nan="error")
+    if stop_after is not None and not 1 <= int(stop_after) <= int(gen.epochs):
+        raise TabmemError(f"stop_after must be in [1, epochs={gen.epochs}], got {stop_after!r}")
     if checkpoint_every is None:
         checkpoint_every = track_every if track_every else max(1, int(gen.epochs) // 10)
     config = {
@@ -193,6 +200,7 @@ def train_to_dir(
         "checkpoint_every": int(checkpoint_every),
         "source": source or {},
         "schema": schema.to_dict(),
+        "stop_after": None if stop_after is None else int(stop_after),
     }
     ckpt = out / "checkpoint.pt"
     warn = _Warnings(on_warning)
@@ -237,7 +245,9 @@ def train_to_dir(
             random_state=seed,
         )
         callbacks.append(tracker)
-    callbacks.append(_Progress(int(gen.epochs), enabled=progress))
+    if stop_after is not None:
+        callbacks.append(StopAtEpoch(int(stop_after)))
+    callbacks.append(_Progress(int(stop_after or gen.epochs), enabled=progress))
     t0 = time.perf_counter()
     gen.fit(
         table,
@@ -355,7 +365,7 @@ def demo_train(
     preset: str = "small",
     progress: bool = False,
 ) -> dict[str, Any]:
-    """Train ``model`` (TabDDPM ``small``) with tracking and audit its output: what ``tabmem demo`` runs.
+    """Train ``model`` (TabDDPM ``small``) with tracking and audit its output, into ``out_dir`` (replaced).
 
     Returns the summary (memorization rate, holdout baseline, Mem-AUC, Top vs Non-top findings);
     ``out_dir`` gets the :func:`train_to_dir` layout (``synthetic.csv`` is ready for ``tabmem audit``).

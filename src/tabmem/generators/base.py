@@ -61,7 +61,6 @@ resumed run yields exactly the weights of an uninterrupted one (on CPU).
 from __future__ import annotations
 
 import copy
-import hashlib
 import inspect
 import time
 from collections.abc import Callable, Sequence
@@ -78,6 +77,7 @@ from tabmem._registry import Registry
 from tabmem.callbacks import CallbackProtocol
 from tabmem.data.dtypes import category_dtypes, restore_dtypes
 from tabmem.data.encoding import TableEncoder
+from tabmem.data.fingerprint import table_fingerprint
 from tabmem.data.schema import Schema, ValidatedTable, validate
 from tabmem.errors import ParameterError, TabmemError
 from tabmem.generators._rng import TrainingRNG, fresh_seed, sampling_rng
@@ -167,13 +167,6 @@ def check_magnitudes(table: ValidatedTable) -> None:
             )
     if problems:
         raise TabmemError("training table: " + "; ".join(problems))
-
-
-def _table_fingerprint(clean: pd.DataFrame) -> str:
-    h = hashlib.sha256()
-    h.update(",".join(map(str, clean.columns)).encode())
-    h.update(pd.util.hash_pandas_object(clean, index=False).to_numpy().tobytes())
-    return h.hexdigest()
 
 
 def _atomic_torch_save(obj: Any, path: Path) -> None:
@@ -415,7 +408,7 @@ class TabularGenerator:
         self.schema_ = schema
         self.encoder_ = TableEncoder(schema).fit(table)
         self.n_train_ = int(len(table))
-        self.fingerprint_ = _table_fingerprint(table.data)
+        self.fingerprint_ = table_fingerprint(table)
         self.dtypes_ = {c: table.dtypes[c] for c in schema.columns}
         self.category_dtypes_ = {c: v for c, v in category_dtypes(table).items() if c in schema.categorical}
 
@@ -614,6 +607,7 @@ GENERATORS: Registry[type[TabularGenerator]] = Registry(
         "tvae": "tabmem.generators.tvae",
         "ctgan": "tabmem.generators.ctgan",
         "llm": "tabmem.generators.llm",
+        "noisy_resample": "tabmem.generators.baselines",
     },
 )
 register_generator = GENERATORS.register

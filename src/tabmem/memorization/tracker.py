@@ -19,7 +19,7 @@ with and without the tracker.
 
 Storage (``path``): one Parquet file per tracked epoch holding only the non-zero entries
 (``records/epoch=000010.parquet``: train_row, replica_count, mem_auc), plus ``epochs.csv``
-(one line per tracked epoch) and ``tracker.json`` (settings, |train|). Files are written
+(one line per tracked epoch) and ``tracker.json`` (settings, |train| and the training table's fingerprint). Files are written
 atomically; after a crash, ``fit(..., resume_from=checkpoint)`` with the same tracker path drops
 the epochs after the checkpoint and carries on, so the records equal those of an uninterrupted
 run. No raw training values are ever written (only row positions).
@@ -110,6 +110,7 @@ class MemorizationTracker(Callback):
         self.last_sample_: pd.DataFrame | None = None
         self.last_result_: ReplicaResult | None = None
         self._fingerprint: str | None = None
+        self.fingerprint_: str | None = None
 
     # ---------------------------------------------------------------- hooks
     def on_fit_start(self, gen: TabularGenerator) -> None:
@@ -123,6 +124,7 @@ class MemorizationTracker(Callback):
                 hold = self.detector_.score(self.holdout, name="holdout", unseen="mismatch")
                 self.holdout_memorization_rate_ = hold.memorization_rate
                 self.holdout_mem_auc_ = hold.mem_auc
+        self.fingerprint_ = gen.fingerprint_  # identity of the tracked training table (tabmem.data.fingerprint)
         self.n_train_ = gen.n_train_
         start = int(gen.epoch_)
         if self.path is not None:
@@ -193,6 +195,7 @@ class MemorizationTracker(Callback):
             "format": "tabmem-tracking",
             "version": 1,
             "n_train": int(self.n_train_),
+            "fingerprint": self.fingerprint_,
             "every": self.every,
             "n_samples": self.n_samples,
             "distance": self.distance,

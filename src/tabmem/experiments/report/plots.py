@@ -205,7 +205,7 @@ def epochs_figure(training: Training, audit: Audit | None) -> str | None:
     from matplotlib.ticker import MaxNLocator
 
     ep = training.epochs
-    if ep is None or len(ep) == 0:
+    if ep is None or len(ep) < 2:  # one tracked epoch is not a trajectory (its numbers are in the tables)
         return None
     traj = training.trajectories
     has_traj = traj is not None and len(traj) > 0

@@ -23,6 +23,7 @@ __all__ = [
     "attack_tables",
     "quality_tables",
     "dynamics_findings",
+    "dynamics_sentences",
     "frame_table",
     "overview_table",
     "epochs_table",
@@ -274,6 +275,35 @@ def privacy_table(cell: Cell) -> Table | None:
     )
 
 
+def dynamics_sentences(dyn: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Top vs Non-top findings of a ``dynamics.json``, in words with their effect sizes: ``(held, not_held)``.
+
+    A finding holds when the tracker's two-sided Mann-Whitney test gives p < 0.05 in the stated
+    direction (``findings[key]["holds"]``); the effect size is Cliff's delta with its magnitude
+    (Romano et al. 2006). Findings absent from the file are left out of both lists.
+    """
+    metrics, findings = dyn.get("metrics") or {}, dyn.get("findings") or {}
+    q = finite(dyn.get("q"))
+    top = f"Top {q:.0%}" if q is not None else "Top"
+    held, not_held = [], []
+    for key, (metric, phrase, stat) in FINDING_TEXT.items():
+        f, m = findings.get(key), metrics.get(metric) or {}
+        if not isinstance(f, dict) or "holds" not in f:
+            continue
+        use_median = stat.startswith("median")
+        a = m.get("top_median" if use_median else "top_mean")
+        b = m.get("nontop_median" if use_median else "nontop_mean")
+        d, p = finite(f.get("cliffs_delta")), finite(f.get("p_value"))
+        effect = "no effect size" if d is None else f"Cliff's delta {d:+.2f}, {_effect_words(d)}"
+        test = "" if p is None else f"; Mann-Whitney p = {p:.2g}"
+        numbers = f"{stat} {_num(a, 3)} vs {_num(b, 3)} for the rest ({effect}{test})"
+        if f.get("holds"):
+            held.append(f"The {top} records (most replicated at the end) {phrase}: {numbers}.")
+        else:
+            not_held.append(f"Did not hold: that the {top} records {phrase}; {numbers}.")
+    return held, not_held
+
+
 def dynamics_findings(cell: Cell) -> tuple[list[str], Table | None]:
     """Plain-words Top vs Non-top findings that hold (with effect sizes) and the table of all comparisons."""
     t = cell.training
@@ -282,19 +312,7 @@ def dynamics_findings(cell: Cell) -> tuple[list[str], Table | None]:
         return [], None
     metrics, findings = dyn.get("metrics") or {}, dyn.get("findings") or {}
     q = dyn.get("q", 0.1)
-    held = []
-    for key, (metric, phrase, stat) in FINDING_TEXT.items():
-        f, m = findings.get(key) or {}, metrics.get(metric) or {}
-        if not f.get("holds"):
-            continue
-        use_median = stat.startswith("median")
-        a = m.get("top_median" if use_median else "top_mean")
-        b = m.get("nontop_median" if use_median else "nontop_mean")
-        d, p = finite(f.get("cliffs_delta")), finite(f.get("p_value"))
-        held.append(
-            f"The Top {q:.0%} records (most replicated at the end) {phrase}: {stat} {_num(a, 3)} vs {_num(b, 3)} "
-            f"for the rest (Cliff's delta {d:+.2f}, {_effect_words(d)}; Mann-Whitney p = {p:.2g})."
-        )
+    held, _ = dynamics_sentences(dyn)
     rows = []
     for metric, m in metrics.items():
         finding = next((k for k, v in FINDING_TEXT.items() if v[0] == metric), None)

@@ -2,7 +2,8 @@
 
 Built-in steps: ``train`` (:func:`tabmem.experiments.train_to_dir`), ``sample`` (sampling options
 and defences), ``audit`` (replica detection with the holdout baseline), ``attack`` (membership
-inference), ``quality`` (fidelity and utility). Issue 10's mitigation steps register here too.
+inference), ``quality`` (fidelity and utility); the mitigation steps ``augment`` and ``dynamiccut``
+(placed by a ``[[mitigations]]`` entry, :mod:`.mitigation`).
 """
 
 from __future__ import annotations

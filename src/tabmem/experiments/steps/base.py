@@ -188,6 +188,7 @@ STEPS: Registry[type[Step]] = Registry(
         "tabmem.experiments.steps.audit",
         "tabmem.experiments.steps.attack",
         "tabmem.experiments.steps.quality",
+        "tabmem.experiments.steps.mitigation",
     ),
 )
 register_step = STEPS.register

@@ -1,0 +1,279 @@
+"""DynamicCut: rank training records by early memorization, prune the top fraction, retrain from scratch.
+
+Fang et al., "A Closer Look on Memorization in Tabular Diffusion Model: A Data-Centric Perspective"
+(arXiv 2505.22322; only the abstract could be read, brief §1.1 and §2.7), a two-stage,
+model-agnostic method:
+
+1. **warm-up**: train the generator for the first ``warmup_epochs`` epochs of its full schedule
+   (the learning-rate schedule is that of the full run) with the
+   :class:`~tabmem.memorization.tracker.MemorizationTracker` every ``track_every`` epochs;
+2. **rank and prune**: rank records (:mod:`tabmem.mitigation.ranking`; ``intensity`` = mean of the
+   ``top_k`` largest per-epoch Mem-AUC_e), remove the ``ceil(prune * N)`` top records (ties broken by
+   a seeded permutation), optionally add ``mix`` rows (DynamicCutMix = ``mix="tabcutmix"``, ratio
+   0.3, made from the pruned table only), and **retrain from scratch** for the full schedule.
+
+A given ranking (for example one computed with another generator on the same table: transfer)
+skips stage 1, and so does ``prune_by="random"`` (the control needs no warm-up).
+``prune_by="count"`` (the papers' sample-removal oracle) ranks by the replica counts of a *fully*
+trained model, so its stage 1 is the full schedule.
+
+:class:`DynamicCut` runs both stages in memory; :func:`tabmem.experiments.dynamiccut_to_dir` runs
+them into a resumable directory (``tabmem dynamiccut``). Both use :func:`check_dynamiccut` and
+:func:`retrain_table`. The final model is judged with
+:func:`~tabmem.mitigation.evaluation.mitigation_report` against the original table and the pruned
+one, next to the holdout baseline.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tabmem._checks import check_choice, check_number, check_positive_int, check_random_state
+from tabmem.callbacks import StopAtEpoch
+from tabmem.data.fingerprint import table_fingerprint
+from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
+from tabmem.errors import NotFittedError, ParameterError
+from tabmem.generators import get_generator
+from tabmem.memorization.tracker import MemorizationTracker
+from tabmem.mitigation.base import AUGMENTERS, augmented_table, get_augmenter, require_class_target
+from tabmem.mitigation.evaluation import mitigation_report
+from tabmem.mitigation.ranking import RANKING_METHODS, Ranking, n_to_prune, random_ranking, rank_records
+
+__all__ = ["DynamicCut", "RetrainTable", "check_dynamiccut", "needs_warmup", "retrain_table", "warmup_length"]
+
+
+def needs_warmup(prune_by: str, ranking: Ranking | None) -> bool:
+    """Whether stage 1 trains a generator: not with a given ranking, nor for the ``random`` control."""
+    return ranking is None and prune_by != "random"
+
+
+def warmup_length(prune_by: str, warmup_epochs: int | None, epochs: int) -> int:
+    """Epochs of stage 1: ``warmup_epochs``, or the full schedule for the ``count`` oracle."""
+    return int(epochs) if prune_by == "count" else int(warmup_epochs)  # type: ignore[arg-type]
+
+
+def check_dynamiccut(
+    *,
+    epochs: int,
+    warmup_epochs: int | None,
+    track_every: int | None,
+    top_k: int,
+    prune: float,
+    prune_by: str,
+    ranking: Ranking | None = None,
+    mix: str | None = None,
+    mix_ratio: float = 0.3,
+    schema: Schema | None = None,
+) -> None:
+    """Check DynamicCut's settings before any work (one error naming the option: argument and CLI flag).
+
+    With ``schema``, a label-conditioned ``mix`` on a table without a categorical target fails here,
+    before the warm-up."""
+    check_choice("prune_by (--prune-by)", prune_by, RANKING_METHODS)
+    check_number("prune (--prune)", prune, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_positive_int("top_k (--top-k)", top_k)
+    check_positive_int("epochs (--epochs)", epochs)
+    if mix is not None:
+        aug = AUGMENTERS.get(mix)  # unknown names fail here, listing the known ones
+        check_number("mix_ratio (--mix-ratio)", mix_ratio, low=0.0, low_open=True)
+        if schema is not None and aug.needs_target:
+            require_class_target(schema, f"--mix {mix}")
+    if not needs_warmup(prune_by, ranking) or prune_by == "count":
+        if track_every is not None:
+            check_positive_int("track_every (--track-every)", track_every)
+        return
+    if warmup_epochs is None or track_every is None:
+        raise ParameterError(
+            f"prune_by={prune_by!r} ranks records from a tracked warm-up: give warmup_epochs (--warmup-epochs) "
+            "and track_every (--track-every), or a ranking (--ranking)"
+        )
+    check_positive_int("warmup_epochs (--warmup-epochs)", warmup_epochs)
+    check_positive_int("track_every (--track-every)", track_every)
+    if warmup_epochs > epochs:
+        raise ParameterError(
+            f"warmup_epochs (--warmup-epochs) = {warmup_epochs} is longer than the run: epochs (--epochs) = {epochs}"
+        )
+    if track_every > warmup_epochs:
+        raise ParameterError(
+            f"track_every (--track-every) = {track_every} tracks no epoch within the warm-up of {warmup_epochs} epochs"
+        )
+
+
+@dataclass(frozen=True)
+class RetrainTable:
+    """The table stage 2 trains on: the kept records (original order), then ``n_new`` augmented rows."""
+
+    table: pd.DataFrame
+    pruned_rows: np.ndarray  # positions in the original table, sorted
+    n_kept: int
+    n_new: int
+
+
+def retrain_table(
+    train: pd.DataFrame | ValidatedTable,
+    schema: Schema,
+    ranking: Ranking,
+    prune: float,
+    *,
+    mix: str | None = None,
+    mix_ratio: float = 0.3,
+    mix_params: dict[str, Any] | None = None,
+    random_state: int | None = 0,
+) -> RetrainTable:
+    """Remove the top ``prune`` records of ``ranking`` from ``train``; with ``mix``, append ``int(mix_ratio * kept)``
+    rows of that augmenter fitted on the kept records only."""
+    table = validate(train, schema, name="training", nan="match")
+    ranking.check_table(table_fingerprint(table), len(table))
+    n_to_prune(len(table), prune)  # checks prune
+    pruned = ranking.top(prune)
+    keep = np.ones(len(table), dtype=bool)
+    keep[pruned] = False
+    kept = raw_frame(table).rename(columns=str).iloc[np.flatnonzero(keep)].reset_index(drop=True)
+    n_new = 0
+    out = kept
+    if mix is not None:
+        aug = get_augmenter(mix, **(mix_params or {})).fit(kept, schema)
+        seed = check_random_state(random_state)
+        new = aug.augment(ratio=mix_ratio, random_state=None if seed is None else seed + 1)
+        n_new = len(new)
+        out = augmented_table(kept, new)
+    return RetrainTable(out, pruned, int(keep.sum()), n_new)
+
+
+class DynamicCut:
+    """DynamicCut in memory (module docstring): ``fit(train, schema)`` runs both stages.
+
+    Args:
+        model, preset, params: the generator (``get_generator(model, preset=preset, **params)``);
+            the full schedule is its ``epochs``.
+        warmup_epochs, track_every: stage 1 (not needed with ``ranking`` or ``prune_by="random"``).
+        top_k: the intensity score averages each record's ``top_k`` largest Mem-AUC_e.
+        prune: fraction of records removed (``ceil(prune * N)``), in (0, 1).
+        prune_by: ``intensity`` (DynamicCut), ``count`` (oracle), ``first-memorization`` or ``random``.
+        ranking: a precomputed :class:`Ranking` of this table (transfer); skips stage 1.
+        mix, mix_ratio, mix_params: an augmenter applied to the pruned table (DynamicCutMix).
+        distance: replica distance of the tracker and of :meth:`evaluate`.
+        random_state: seed of training, tracking, tie-breaks and augmentation.
+
+    Learned: ``ranking_``, ``pruned_rows_``, ``warmup_generator_`` and ``warmup_tracker_`` (when stage 1
+    ran), ``generator_`` (the retrained model), ``n_train_``, ``n_retrain_``, ``n_new_``.
+    """
+
+    def __init__(
+        self,
+        model: str = "tabddpm",
+        *,
+        preset: str | None = "small",
+        params: dict[str, Any] | None = None,
+        warmup_epochs: int | None = None,
+        track_every: int | None = None,
+        top_k: int = 3,
+        prune: float = 0.10,
+        prune_by: str = "intensity",
+        ranking: Ranking | None = None,
+        mix: str | None = None,
+        mix_ratio: float = 0.3,
+        mix_params: dict[str, Any] | None = None,
+        distance: str = "fang2024",
+        random_state: int = 0,
+    ) -> None:
+        self.model = model
+        self.preset = preset
+        self.params = params
+        self.warmup_epochs = warmup_epochs
+        self.track_every = track_every
+        self.top_k = top_k
+        self.prune = prune
+        self.prune_by = prune_by
+        self.ranking = ranking
+        self.mix = mix
+        self.mix_ratio = mix_ratio
+        self.mix_params = mix_params
+        self.distance = distance
+        self.random_state = random_state
+
+    def _generator(self):
+        return get_generator(self.model, preset=self.preset, **dict(self.params or {}))
+
+    def fit(self, train: pd.DataFrame | ValidatedTable, schema: Schema | None = None) -> DynamicCut:
+        """Stage 1 (warm-up and ranking, unless skipped) and stage 2 (prune, mix, retrain from scratch)."""
+        seed = check_random_state(self.random_state)
+        epochs = int(self._generator().epochs)
+        if schema is None:
+            schema = train.schema if isinstance(train, ValidatedTable) else Schema.infer(train)
+        check_dynamiccut(
+            epochs=epochs, warmup_epochs=self.warmup_epochs, track_every=self.track_every, top_k=self.top_k,
+            prune=self.prune, prune_by=self.prune_by, ranking=self.ranking, mix=self.mix, mix_ratio=self.mix_ratio,
+            schema=schema,
+        )  # fmt: skip
+        table = validate(train, schema, name="training", nan="error")
+        fingerprint = table_fingerprint(table)
+        self.n_train_ = len(table)
+        n_to_prune(self.n_train_, self.prune)
+        self.warmup_generator_ = self.warmup_tracker_ = None
+        if self.ranking is not None:
+            self.ranking.check_table(fingerprint, self.n_train_)
+            ranking = self.ranking
+        elif self.prune_by == "random":
+            ranking = random_ranking(self.n_train_, fingerprint=fingerprint, random_state=seed)
+        else:
+            stop = warmup_length(self.prune_by, self.warmup_epochs, epochs)
+            every = self.track_every or stop
+            tracker = MemorizationTracker(every=every, distance=self.distance, random_state=seed or 0)
+            gen = self._generator()
+            gen.fit(table, schema, callbacks=[tracker, StopAtEpoch(stop)], random_state=seed)
+            self.warmup_generator_, self.warmup_tracker_ = gen, tracker
+            ranking = rank_records(tracker, self.prune_by, top_k=self.top_k, warmup_epochs=stop, random_state=seed)
+        self.ranking_ = ranking
+        rt = retrain_table(
+            table,
+            schema,
+            ranking,
+            self.prune,
+            mix=self.mix,
+            mix_ratio=self.mix_ratio,
+            mix_params=self.mix_params,
+            random_state=seed,
+        )
+        self.pruned_rows_, self.n_retrain_, self.n_new_ = rt.pruned_rows, len(rt.table), rt.n_new
+        self.schema_ = schema
+        self._original = table
+        self.generator_ = self._generator().fit(rt.table, schema, random_state=seed)
+        return self
+
+    def evaluate(
+        self,
+        holdout: pd.DataFrame | None = None,
+        *,
+        test: pd.DataFrame | None = None,
+        n_samples: int | None = None,
+        quality: bool = True,
+        random_state: int = 0,
+    ) -> dict[str, Any]:
+        """Sample ``n_samples`` (default |original train|) rows from the retrained model and report
+        memorization vs the original and the pruned table, the holdout baseline and quality."""
+        if not hasattr(self, "generator_"):
+            raise NotFittedError("DynamicCut is not fitted: call fit(train, schema) first")
+        n = check_positive_int("n_samples", n_samples if n_samples is not None else self.n_train_)
+        synthetic = self.generator_.sample(n, random_state=random_state)
+        return mitigation_report(
+            synthetic,
+            self._original,
+            self.schema_,
+            pruned_rows=self.pruned_rows_,
+            holdout=holdout,
+            test=test,
+            distance=self.distance,
+            quality=quality,
+            random_state=random_state,
+        )
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor arguments (scikit-learn convention)."""
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {k: getattr(self, k) for k in names}
