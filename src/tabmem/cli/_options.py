@@ -266,6 +266,15 @@ def load_training_table(
     return LoadedTable(table, schema, None, {"train": str(train)}, inferred=True)
 
 
+TABLE_OPTIONS = ("train", "dataset", "data_dir", "categorical", "numerical", "target", "encoding")
+
+
+def load_command_table() -> LoadedTable:
+    """:func:`load_training_table` with the running command's :func:`training_table_options` values."""
+    params = click.get_current_context().params
+    return load_training_table(**{name: params[name] for name in TABLE_OPTIONS})
+
+
 def prepare_out_dir(path: str | os.PathLike, option: str = "--out") -> Path:
     """Create the output directory (and its parents); one clear line when that is impossible."""
     out = Path(path)

@@ -23,7 +23,7 @@ from tabmem.cli._options import (
     echo_schema,
     echo_threads,
     echo_warning,
-    load_training_table,
+    load_command_table,
     prepare_out_dir,
     read_user_table,
     training_table_options,
@@ -208,15 +208,7 @@ def audit(
     """Find synthetic rows that replicate training rows (d1/d2 < threshold), exact copies and rare-value leakage."""
     console = Console()
     out_dir = prepare_out_dir(out)
-    loaded = load_training_table(
-        train=train,
-        dataset=dataset,
-        data_dir=data_dir,
-        categorical=categorical,
-        numerical=numerical,
-        target=target,
-        encoding=encoding,
-    )
+    loaded = load_command_table()
     train_df, schema = loaded.table, loaded.schema
     if loaded.inferred:
         echo_schema(schema, str(train))

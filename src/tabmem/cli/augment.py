@@ -11,7 +11,13 @@ from pathlib import Path
 
 import click
 
-from tabmem.cli._options import load_training_table, parse_params, prepare_out_dir, seed_option, training_table_options
+from tabmem.cli._options import (
+    load_command_table,
+    parse_params,
+    prepare_out_dir,
+    seed_option,
+    training_table_options,
+)
 
 
 @click.command("augment")
@@ -61,15 +67,7 @@ def augment(
 
     p = parse_params(params)
     aug = get_augmenter(method, **p)  # unknown methods and arguments fail before any data is read
-    loaded = load_training_table(
-        train=train,
-        dataset=dataset,
-        data_dir=data_dir,
-        categorical=categorical,
-        numerical=numerical,
-        target=target,
-        encoding=encoding,
-    )
+    loaded = load_command_table()
     prepare_out_dir(out_dir)
     new = aug.fit(loaded.table, loaded.schema).augment(n_new=n_new, ratio=ratio, random_state=seed)
     write_frame(out_dir / "augmented.csv", augmented_table(loaded.table, new))

@@ -14,7 +14,7 @@ import click
 
 from tabmem.cli._options import (
     default_threads,
-    load_training_table,
+    load_command_table,
     parse_params,
     prepare_out_dir,
     read_user_table,
@@ -161,15 +161,7 @@ def dynamiccut(
     GENERATORS.get(model)  # unknown names fail before any data is read
     if mix is not None:
         AUGMENTERS.get(mix)
-    loaded = load_training_table(
-        train=train,
-        dataset=dataset,
-        data_dir=data_dir,
-        categorical=categorical,
-        numerical=numerical,
-        target=target,
-        encoding=encoding,
-    )
+    loaded = load_command_table()
     holdout, test, source = loaded.test, loaded.test, dict(loaded.source)
     if holdout_path is not None:
         holdout = read_user_table(holdout_path, encoding=encoding, option="--holdout")

@@ -16,7 +16,7 @@ from tabmem.cli._options import (
     echo_schema,
     echo_threads,
     echo_warning,
-    load_training_table,
+    load_command_table,
     parse_params,
     prepare_out_dir,
     read_user_table,
@@ -154,15 +154,7 @@ def train(
     # the preset and every parameter are checked before any table is read
     get_generator(model, preset=preset_name, dataset=dataset, **p).check_params()
     prepare_out_dir(out_dir)
-    loaded = load_training_table(
-        train=train,
-        dataset=dataset,
-        data_dir=data_dir,
-        categorical=categorical,
-        numerical=numerical,
-        target=target,
-        encoding=encoding,
-    )
+    loaded = load_command_table()
     train_df, schema, holdout, source = loaded.table, loaded.schema, loaded.test, dict(loaded.source)
     if loaded.inferred:
         echo_schema(schema, str(train))
