@@ -100,10 +100,28 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
             "tests/metrics/test_metric_references.py",
             "tests/metrics/test_metric_protocols.py",
             "tests/metrics/test_shape_trend_scipy.py",
+            "tests/metrics/test_shape_trend.py",
+            "tests/metrics/test_extreme_values.py",
         ],
         [],
     ),
-    # the mitigation augmenters (issue 10) join here once they are on main
+    "mitigation": (
+        [
+            "src/tabmem/mitigation/association.py",
+            "src/tabmem/mitigation/tabcutmix.py",
+            "src/tabmem/mitigation/smote.py",
+            "src/tabmem/mitigation/mixup.py",
+            "src/tabmem/mitigation/ijf.py",
+            "src/tabmem/mitigation/ranking.py",
+        ],
+        [
+            "tests/mitigation/test_association.py",
+            "tests/mitigation/test_augmenters.py",
+            "tests/mitigation/test_augmenter_conformance.py",
+            "tests/mitigation/test_ranking.py",
+        ],
+        [],
+    ),
 }
 
 #: mutmut exit code -> status (mutmut.stats.status_by_exit_code; a timeout counts as killed, as mutmut counts it)
