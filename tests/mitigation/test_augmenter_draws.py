@@ -31,6 +31,7 @@ def test_tabcutmix_lambda_uniform_and_row_a_uniform_over_the_table(mode):
     prov = aug.provenance_
     assert stats.kstest(prov.lam, "uniform").pvalue > 1e-3
     assert _uniform_counts_ok(prov.parent_a.to_numpy(), 30)  # every row, the first and last included
+    np.testing.assert_array_equal(prov.n_from_partner, aug.partner_mask_.sum(axis=1))  # per new row
     y = df["y"].to_numpy()
     for cls in ("no", "yes"):  # B uniform over A's class, its first row included
         rows = np.flatnonzero(y == cls)

@@ -96,7 +96,7 @@ def test_count_from_dynamics_replica_result_and_array():
 
 def test_random_ranking_from_an_int_or_a_tracker():
     a = rank_records(5, "random", random_state=4)
-    assert a.method == "random" and a.fingerprint is None and a.params["seed"] == 4
+    assert a.method == "random" and a.fingerprint is None and a.params == {"seed": 4, "tie_break_seed": 4}
     assert sorted(_ranks(a)) == [1, 2, 3, 4, 5] and len(set(a.table.score)) == 5
     b = rank_records(_Tracker(), "random", random_state=4)
     assert b.fingerprint == FINGERPRINT and _ranks(b) == _ranks(a)  # the same scores for the same seed and size
@@ -214,6 +214,12 @@ def test_load_refuses_malformed_files_with_one_line(tmp_path):
         Ranking.load(p)
     _csv(p, train_row=[0.0, np.nan, 2.0], score=[1.0, 2.0, 3.0], rank=[1, 2, 3])
     with pytest.raises(TabmemError, match=r"train_row must list every row 0\.\.N-1 exactly once$"):
+        Ranking.load(p)
+    _csv(p, train_row=["0", "x", "2"], score=[1.0, 2.0, 3.0], rank=[1, 2, 3])  # not numbers: one line too
+    with pytest.raises(TabmemError, match=r"train_row must list every row 0\.\.N-1 exactly once$"):
+        Ranking.load(p)
+    _csv(p, train_row=[0, 1, 2], score=[1.0, 2.0, 3.0], rank=["1", "two", "3"])
+    with pytest.raises(TabmemError, match=r": rank must be a permutation of 1\.\.N$"):
         Ranking.load(p)
     _csv(p, train_row=[0, 1, 2], score=[1.0, 2.0, 3.0], rank=[1, 1, 3])
     with pytest.raises(TabmemError, match=r": rank must be a permutation of 1\.\.N$"):
