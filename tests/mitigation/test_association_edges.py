@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import chi2_contingency
 from scipy.stats.contingency import association as scipy_association
 
 from tabmem.errors import ParameterError
@@ -68,6 +69,59 @@ def test_correlation_ratio_stays_in_unit_interval_under_rounding():
     assert correlation_ratio(np.array(["a", "b", "b", "b"]), np.array([1.5, 2.7, 2.7, 2.7])) == 1.0
 
 
+# ------------------------------------------------------------------ plain Python input
+def test_lists_with_none_and_mixed_type_categories():
+    """Numbers may come as lists with ``None`` for missing; categories may be any hashable values
+    (``1`` and ``"1"`` are two categories)."""
+    x, y = [0.0, None, 1.0, 2.0, 3.0], [1.0, 5.0, 3.0, 2.0, None]
+    ref = abs(np.corrcoef([0.0, 1.0, 2.0], [1.0, 3.0, 2.0])[0, 1])  # the three complete rows
+    assert pearson_abs(x, y) == pytest.approx(ref)
+    assert pearson_abs(y, x) == pytest.approx(ref)
+    cats = ["a", "a", "b", "b", "b"]
+    values = [1.0, None, 2.0, 4.0, 3.0]
+    s = pd.Series([1.0, 2.0, 4.0, 3.0])
+    g = s.groupby(["a", "b", "b", "b"])
+    between = sum(len(v) * (v.mean() - s.mean()) ** 2 for _, v in g)
+    assert correlation_ratio(cats, values) == pytest.approx(np.sqrt(between / ((s - s.mean()) ** 2).sum()))
+    mixed = [1, "1", 1, "1", 1, "1"]
+    assert correlation_ratio(mixed, [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]) == pytest.approx(1.0)
+    other = ["x", "y", "x", "y", "x", "y"]
+    assert cramers_v(mixed, other, bias_correction=False) == pytest.approx(1.0)
+    assert cramers_v(other, mixed, bias_correction=False) == pytest.approx(1.0)
+
+
+def test_cramers_v_of_a_determined_column_is_one_not_more():
+    # b determines a (a 2 x 6 table with one non-zero per column): V = 1, although the float sum of
+    # n_ij^2 / (n_i n_j) over this table rounds to 1.0000000000000002 before the clip
+    b = np.repeat(["c0", "c1", "c2", "c3", "c4", "c5"], [19, 15, 10, 28, 4, 29])
+    a = np.where(b == "c0", "r0", "r1")
+    assert cramers_v(a, b, bias_correction=False) == 1.0
+    assert cramers_v(b, a, bias_correction=False) == 1.0
+
+
+def _bergsma(a, b) -> float:
+    """Bias-corrected Cramér's V from scipy's chi-square (Bergsma 2013)."""
+    table = pd.crosstab(a, b).to_numpy()
+    chi2 = chi2_contingency(table, correction=False).statistic
+    n = table.sum()
+    r, k = table.shape
+    phi2 = max(0.0, chi2 / n - (k - 1) * (r - 1) / (n - 1))
+    rc, kc = r - (r - 1) ** 2 / (n - 1), k - (k - 1) ** 2 / (n - 1)
+    return float(np.sqrt(phi2 / min(kc - 1, rc - 1)))
+
+
+@pytest.mark.parametrize("n", [12, 40])
+def test_cramers_v_bias_correction_in_both_orders(n):
+    """The corrected number of levels of either side can be the smaller one."""
+    rng = np.random.default_rng(n)
+    a = rng.choice(["p", "q", "r", "s"], n)
+    b = np.where(rng.random(n) < 0.7, np.where(np.isin(a, ["p", "q"]), "u", "v"), rng.choice(["u", "v"], n))
+    assert len(set(a)) == 4 and len(set(b)) == 2
+    assert cramers_v(a, b) == pytest.approx(_bergsma(a, b))
+    assert cramers_v(b, a) == pytest.approx(_bergsma(b, a))
+    assert cramers_v(a, b) == pytest.approx(cramers_v(b, a))
+
+
 # ------------------------------------------------------------------ the matrix
 def test_association_matrix_both_mixed_orders_and_unknown_kinds():
     rng = np.random.default_rng(0)
@@ -92,6 +146,32 @@ def test_association_matrix_both_mixed_orders_and_unknown_kinds():
         ParameterError, match=r"^association_matrix: no kind \(numerical/categorical\) for column\(s\) \['x'\]$"
     ):
         association_matrix(df, {"c": "categorical", "x": "ordinal", "d": "categorical"})
+
+
+def test_association_matrix_nullable_numbers_and_a_constant_diagonal():
+    """pandas' nullable Float64 / Int64 columns count <NA> as missing; the diagonal is 1 even for a
+    constant column, which is associated with nothing else (0)."""
+    df = pd.DataFrame(
+        {
+            "x": pd.array([1.0, None, 2.0, 4.0, 3.0, 0.5], dtype="Float64"),
+            "z": pd.array([2, 5, None, 7, 7, 1], dtype="Int64"),
+            "c": ["a", "b", "a", "b", "b", "a"],
+            "k": [3.0] * 6,
+            "one": ["u"] * 6,
+        }
+    )
+    kinds = {"x": "numerical", "z": "numerical", "c": "categorical", "k": "numerical", "one": "categorical"}
+    m = association_matrix(df, kinds)
+    np.testing.assert_array_equal(np.diag(m), 1.0)
+    both = [0, 3, 4, 5]  # rows where x and z are both present
+    ref = abs(np.corrcoef([1.0, 4.0, 3.0, 0.5], [2.0, 7.0, 7.0, 1.0])[0, 1])
+    assert m.loc["x", "z"] == pytest.approx(ref) and len(both) == 4
+    s = pd.Series([1.0, 2.0, 4.0, 3.0, 0.5])
+    g = s.groupby(["a", "a", "b", "b", "a"])
+    eta = np.sqrt(sum(len(v) * (v.mean() - s.mean()) ** 2 for _, v in g) / ((s - s.mean()) ** 2).sum())
+    assert m.loc["x", "c"] == pytest.approx(eta)
+    off = m.drop(index=["k", "one"])[["k", "one"]].to_numpy()
+    assert (off == 0.0).all() and m.loc["k", "one"] == 0.0
 
 
 # ------------------------------------------------------------------ clustering
