@@ -175,6 +175,15 @@ def test_association_matrix_nullable_numbers_and_a_constant_diagonal():
 
 
 # ------------------------------------------------------------------ clustering
+def test_feature_clusters_default_cut_is_the_authors_0_3():
+    cols = ["a", "b", "c"]
+    assoc = pd.DataFrame(np.eye(3), index=cols, columns=cols)
+    assoc.loc["a", "b"] = assoc.loc["b", "a"] = 0.75  # distance 0.25: merged at 0.3
+    assoc.loc["b", "c"] = assoc.loc["c", "b"] = 0.65  # distance 0.35: not
+    assoc.loc["a", "c"] = assoc.loc["c", "a"] = 0.65
+    assert feature_clusters(assoc) == [["a", "b"], ["c"]]
+
+
 def test_feature_clusters_single_column():
     assoc = pd.DataFrame([[1.0]], index=["only"], columns=["only"])
     assert feature_clusters(assoc) == [["only"]]
