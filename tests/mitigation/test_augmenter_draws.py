@@ -217,3 +217,20 @@ def test_ijf_needs_more_values_than_ddof():
         get_augmenter("ijf", ddof=2).fit(two, Schema.infer(two))
     with pytest.raises(ParameterError, match=r"^ddof must be in \[0, inf\], got -1$"):
         get_augmenter("ijf", ddof=-1).fit(two, Schema.infer(two))
+
+
+def test_tabcutmix_plus_dtype_typing_takes_nullable_integers_with_missing_values():
+    rng = np.random.default_rng(0)
+    n = 60
+    a = rng.integers(0, 50, n).astype(float)
+    df = pd.DataFrame(
+        {
+            "a": pd.array([int(v) for v in a[:-3]] + [None] * 3, dtype="Int64"),
+            "b": a * 0.1 + rng.normal(size=n) * 0.1,
+            "y": rng.choice(["p", "q"], n).astype(object),
+        }
+    )
+    aug = get_augmenter("tabcutmix-plus", typing="dtype").fit(df, Schema.infer(df, target="y"))
+    assert aug.kinds_["a"] == "numerical"
+    ref = abs(np.corrcoef(a[:-3], df.b.to_numpy()[:-3])[0, 1])  # <NA> rows left out
+    assert aug.association_.loc["a", "b"] == pytest.approx(ref)
