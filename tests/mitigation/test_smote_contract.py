@@ -50,6 +50,14 @@ def test_class_quota_not_majority_is_a_largest_remainder_apportionment():
             assert sum(got.values()) == n
 
 
+def test_class_quota_many_classes_with_tied_remainders_round_up_in_class_order():
+    rng = np.random.default_rng(1)
+    counts = {"a": 100, **{f"r{i:03d}": int(v) for i, v in enumerate(rng.choice([25, 50, 75], 200))}}
+    for n in (101, 257, 1000):
+        got = class_quota(pd.Series(counts), n, "not majority")
+        assert got == _hamilton(counts, n)
+
+
 def test_class_quota_hand_cases():
     # shortfalls 1 and 2 of 3, n = 2: exact 2/3 and 4/3 -> floors 0, 1; the larger remainder (2/3) gets the last
     assert class_quota(pd.Series({"a": 5, "b": 4, "c": 3}), 2, "not majority") == {"b": 1, "c": 1}
@@ -58,6 +66,8 @@ def test_class_quota_hand_cases():
     # a class whose share rounds to zero is left out
     assert class_quota(pd.Series({"a": 100, "b": 99, "c": 0}), 3, "not majority") == {"c": 3}
     assert class_quota(pd.Series({"a": 9}), 5, "not majority") == {}
+    # the only shortfall is 1 (c ties with the majority a): all new rows go to b
+    assert class_quota(pd.Series({"a": 5, "b": 4, "c": 5}), 3, "not majority") == {"b": 3}
     # minority: ties go to the first class in sorted order, whatever the order of the counts
     assert class_quota(pd.Series({"b": 10, "a": 10, "c": 30}), 7, "minority") == {"a": 7}
 
