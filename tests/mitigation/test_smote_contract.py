@@ -228,3 +228,22 @@ def test_smote_paper_with_many_duplicates_never_pairs_a_row_with_itself():
     prov = aug.provenance_
     assert (prov.base != prov.neighbor).all()
     assert (new.u >= 0).all() and (new.u <= 2).all() and (new.y == "b").all()
+
+
+@pytest.mark.parametrize("variant", ["imblearn", "paper"])
+def test_smote_default_grows_only_the_smallest_of_three_classes(variant):
+    rng = np.random.default_rng(9)
+    n = 60
+    df = pd.DataFrame({"u": rng.normal(size=n), "y": ["a"] * 30 + ["b"] * 18 + ["c"] * 12})
+    new = get_augmenter("smote", variant=variant).fit(df, Schema.infer(df, target="y")).augment(n_new=20)
+    assert (new["y"] == "c").all() and len(new) == 20
+
+
+def test_smote_without_imbalanced_learn_says_how_to_install_it(monkeypatch):
+    import sys
+
+    df, schema = _two_class_table(8)
+    aug = get_augmenter("smote").fit(df, schema)
+    monkeypatch.setitem(sys.modules, "imblearn.over_sampling", None)  # the import fails as if not installed
+    with pytest.raises(TabmemError, match=r"^smote needs imbalanced-learn: pip install 'tabmem\[mitigation\]'$"):
+        aug.augment(n_new=3)
