@@ -24,6 +24,7 @@ validated table is not validated again.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable
 from typing import ClassVar
 
 import numpy as np
@@ -124,3 +125,14 @@ register_attack = ATTACKS.register
 def get_attack(name: str, **kwargs: object) -> Attack:
     """A new, unfitted attack by registry name; unknown names list the known ones."""
     return ATTACKS.create(name, **kwargs)
+
+
+def check_attack_names(names: Iterable[str], option: str = "attacks") -> list[str]:
+    """The requested attack names as a list; none, or an unknown one, fails naming ``option``."""
+    names = list(names)
+    if not names:
+        raise ParameterError(f"{option}: give at least one attack name")
+    unknown = [a for a in names if a not in ATTACKS]
+    if unknown:
+        raise ParameterError(f"{option}: unknown attack(s) {unknown}; available: {', '.join(ATTACKS.names())}")
+    return names

@@ -155,17 +155,12 @@ def attack(
     from rich.table import Table
 
     from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
-    from tabmem.attacks import ATTACKS
+    from tabmem.attacks import check_attack_names
     from tabmem.data.schema import Schema
     from tabmem.data.serialization import SERIALIZERS
     from tabmem.experiments.attack import attack_to_dir
 
-    names = column_names(attacks)
-    if not names:
-        raise TabmemError("--attacks: give at least one attack name")
-    unknown = [a for a in names if a not in ATTACKS]
-    if unknown:
-        raise TabmemError(f"--attacks: unknown attack(s) {unknown}; available: {', '.join(ATTACKS.names())}")
+    names = check_attack_names(column_names(attacks), "--attacks")
     if "levatt" in names and serializer not in SERIALIZERS.names():
         raise TabmemError(
             f"--serializer: unknown serializer {serializer!r}; available: {', '.join(SERIALIZERS.names())}"
