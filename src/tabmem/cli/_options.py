@@ -37,6 +37,7 @@ __all__ = [
     "count_option",
     "data_dir_option",
     "default_threads",
+    "dir_option",
     "distance_option",
     "echo_schema",
     "echo_threads",
@@ -47,6 +48,7 @@ __all__ = [
     "file_option",
     "FiniteRange",
     "generator_params",
+    "infer_schema",
     "load_training_table",
     "LoadedTable",
     "MEMORY_GB",
@@ -61,6 +63,7 @@ __all__ = [
     "prepare_out_dir",
     "prepare_out_file",
     "preset_option",
+    "ratio_option",
     "read_user_table",
     "schema_options",
     "seed_option",
@@ -246,6 +249,21 @@ def file_option(flag: str, dest: str | None, help: str, **kwargs: Any) -> Callab
     return click.option(*decls, type=click.Path(dir_okay=False, path_type=path_type), help=help, **kwargs)
 
 
+def dir_option(flag: str, dest: str | None, help: str, **kwargs: Any) -> Callable[[Callable], Callable]:
+    """An input directory (a run, a study); ``exists`` and ``path_type`` as in ``click.Path``."""
+    path_type = kwargs.pop("path_type", None)
+    exists = kwargs.pop("exists", False)
+    decls = (flag, dest) if dest else (flag,)
+    return click.option(
+        *decls, type=click.Path(file_okay=False, exists=exists, path_type=path_type), help=help, **kwargs
+    )
+
+
+def ratio_option(flag: str, help: str) -> Callable[[Callable], Callable]:
+    """New rows of an augmenter as a fraction (> 0, default 0.3) of the table it augments."""
+    return click.option(flag, type=click.FloatRange(min=0, min_open=True), default=0.3, show_default=True, help=help)
+
+
 def data_dir_option(help: str, path_type: type | None = None) -> Callable[[Callable], Callable]:
     """``--data-dir DIR`` of the registered datasets."""
     return click.option("--data-dir", type=click.Path(file_okay=False, path_type=path_type), default=None, help=help)
@@ -357,6 +375,23 @@ def read_user_table(path: str | os.PathLike, *, encoding: str = "utf-8", option:
         raise TabmemError(f"{option or 'input'}: {str(path)!r} cannot be read (permission denied)") from None
 
 
+def infer_schema(
+    table: pd.DataFrame,
+    categorical: tuple[str, ...] | list[str] | str | None,
+    numerical: tuple[str, ...] | list[str] | str | None,
+    target: str | None = None,
+    name: str | None = None,
+) -> Schema:
+    """The column kinds of a table read from a file, with the ``--categorical``/``--numerical``/``--target`` flags."""
+    return Schema.infer(
+        table,
+        categorical=column_names(categorical),
+        numerical=column_names(numerical),
+        target=target or None,
+        name=name,
+    )
+
+
 def load_training_table(
     *,
     train: str | None,
@@ -381,7 +416,7 @@ def load_training_table(
         return LoadedTable(ds.train, schema, ds.test, {"dataset": dataset})
     assert train is not None
     table = read_user_table(train, encoding=encoding, option="--train")
-    schema = Schema.infer(table, categorical=cat, numerical=num, target=target or None, name=Path(train).stem)
+    schema = infer_schema(table, cat, num, target, name=Path(train).stem)
     return LoadedTable(table, schema, None, {"train": str(train)}, inferred=True)
 
 

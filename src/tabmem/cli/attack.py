@@ -17,6 +17,7 @@ from tabmem.cli._options import (
     choice_option,
     column_names,
     count_option,
+    dir_option,
     distance_option,
     echo_schema,
     echo_threads,
@@ -25,6 +26,7 @@ from tabmem.cli._options import (
     executor_option,
     file_option,
     generator_params,
+    infer_schema,
     model_option,
     n_jobs_option,
     out_dir_option,
@@ -81,12 +83,11 @@ from tabmem.errors import TabmemError
     "Population rows equal to a target: refuse them, or drop them.",
     default="error",
 )
-@click.option(
+@dir_option(
     "--run",
     "run_dir",
-    type=click.Path(file_okay=False),
+    "Tracked `tabmem train` directory of the released generator: adds DynamicCut intensities to risk.csv.",
     default=None,
-    help="Tracked `tabmem train` directory of the released generator: adds DynamicCut intensities to risk.csv.",
 )
 @click.option(
     "--delta",
@@ -156,7 +157,6 @@ def attack(
 
     from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
     from tabmem.attacks import check_attack_names
-    from tabmem.data.schema import Schema
     from tabmem.data.serialization import SERIALIZERS
     from tabmem.experiments.attack import attack_to_dir
 
@@ -172,9 +172,7 @@ def attack(
     reference = read_user_table(reference_path, encoding=encoding, option="--reference") if reference_path else None
     population = read_user_table(population_path, encoding=encoding, option="--population") if population_path else None
     gen_params = generator_params(params, epochs=epochs)
-    schema = Schema.infer(
-        members, categorical=column_names(categorical), numerical=column_names(numerical), target=target or None
-    )
+    schema = infer_schema(members, categorical, numerical, target)
     echo_schema(schema, members_path)
     workers = resolve_n_jobs(n_jobs, "--n-jobs")
     density_threads = threads or threads_per_worker(1)

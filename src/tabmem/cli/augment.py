@@ -19,6 +19,7 @@ from tabmem.cli._options import (
     params_option,
     parse_params,
     prepare_out_dir,
+    ratio_option,
     seed_option,
     training_table_options,
 )
@@ -31,13 +32,7 @@ from tabmem.cli._options import (
     required=True,
     help="Augmenter: tabcutmix, tabcutmix-plus, smote, mixup or ijf (label-conditioned ones need --target).",
 )
-@click.option(
-    "--ratio",
-    type=click.FloatRange(min=0, min_open=True),
-    default=0.3,
-    show_default=True,
-    help="New rows as a fraction of the training rows: int(ratio * N).",
-)
+@ratio_option("--ratio", "New rows as a fraction of the training rows: int(ratio * N).")
 @count_option("--n-new", "Number of new rows (overrides --ratio).", min=0)
 @params_option("Augmenter parameter (JSON values), repeatable: --param mode=paper --param threshold=0.3.")
 @seed_option("Random seed (same seed, same rows).")

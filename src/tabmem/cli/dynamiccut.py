@@ -15,6 +15,7 @@ import click
 from tabmem.cli._options import (
     choice_option,
     count_option,
+    dir_option,
     distance_option,
     epochs_option,
     file_option,
@@ -27,6 +28,7 @@ from tabmem.cli._options import (
     parse_params,
     prepare_out_dir,
     preset_option,
+    ratio_option,
     read_user_table,
     seed_option,
     set_torch_threads,
@@ -83,21 +85,16 @@ from tabmem.mitigation.ranking import RANKING_METHODS
     default=None,
 )
 @click.option("--mix", default=None, help="Augmenter applied to the pruned table (DynamicCutMix: tabcutmix).")
-@click.option(
-    "--mix-ratio",
-    type=click.FloatRange(min=0, min_open=True),
-    default=0.3,
-    show_default=True,
-    help="New rows of --mix as a fraction of the pruned table.",
-)
+@ratio_option("--mix-ratio", "New rows of --mix as a fraction of the pruned table.")
 @params_option("Parameter of --mix, repeatable.", "--mix-param", "mix_params")
 @distance_option()
-@click.option(
+@dir_option(
     "--baseline",
     "baseline_dir",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    "A `tabmem train` run of the same model on the whole table, shown as 'before'.",
+    exists=True,
+    path_type=Path,
     default=None,
-    help="A `tabmem train` run of the same model on the whole table, shown as 'before'.",
 )
 @click.option("--no-quality", is_flag=True, help="Skip Shape/Trend/MLE.")
 @mle_grid_option()

@@ -14,12 +14,12 @@ import click
 
 from tabmem.cli._options import (
     FiniteRange,
-    column_names,
     columns_option,
     count_option,
     echo_schema,
     encoding_option,
     file_option,
+    infer_schema,
     out_file_option,
     prepare_out_file,
     read_user_table,
@@ -93,7 +93,6 @@ def generate_icl(
 
     from tabmem._io import write_json
     from tabmem.data.io import write_table
-    from tabmem.data.schema import Schema
     from tabmem.generators.llm.icl import ICLGenerator, make_backend
 
     kind, _, target = backend.partition(":")
@@ -105,7 +104,7 @@ def generate_icl(
         raise TabmemError("--temperature must be above 0 for a local (hf) model, which samples")
     out = prepare_out_file(out_path, suffixes=(".csv", ".parquet", ".pq"))
     train = read_user_table(train_path, encoding=encoding, option="--train")
-    schema = Schema.infer(train, categorical=column_names(categorical), numerical=column_names(numerical))
+    schema = infer_schema(train, categorical, numerical)
     echo_schema(schema, train_path)
     if n_context > len(train):
         raise TabmemError(f"--n-context {n_context} exceeds the {len(train)} rows of the training table")

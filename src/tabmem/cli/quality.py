@@ -12,6 +12,7 @@ from tabmem.cli._options import (
     echo_schema,
     echo_threads,
     file_option,
+    infer_schema,
     mle_grid_option,
     n_jobs_option,
     out_dir_option,
@@ -74,7 +75,6 @@ def quality(
     from rich.table import Table
 
     from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
-    from tabmem.data.schema import Schema
     from tabmem.metrics.report import SUMMARY_KEYS, quality_report
 
     n_jobs = resolve_n_jobs(n_jobs, "--n-jobs")
@@ -88,13 +88,7 @@ def quality(
     synthetic = read_user_table(synthetic_path, encoding=encoding, option="--synthetic")
     test = read_user_table(test_path, encoding=encoding, option="--test") if test_path else None
     holdout = read_user_table(holdout_path, encoding=encoding, option="--holdout") if holdout_path else None
-    schema = Schema.infer(
-        real,
-        categorical=column_names(categorical),
-        numerical=column_names(numerical),
-        target=target or None,
-        name=Path(real_path).stem,
-    )
+    schema = infer_schema(real, categorical, numerical, target, name=Path(real_path).stem)
     echo_schema(schema, real_path)
     echo_threads(n_jobs, threads, "each" if n_jobs > 1 else "")
     console = Console(stderr=True)

@@ -12,17 +12,18 @@ from pathlib import Path
 
 import click
 
-from tabmem.cli._options import choice_option, count_option, out_file_option, seed_option
+from tabmem.cli._options import choice_option, count_option, dir_option, out_file_option, seed_option
 from tabmem.mitigation.ranking import RANKING_METHODS
 
 
 @click.command("rank")
-@click.option(
+@dir_option(
     "--run",
     "run_dir",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    "A `tabmem train` run directory with tracking (or its tracking/ directory).",
+    exists=True,
+    path_type=Path,
     required=True,
-    help="A `tabmem train` run directory with tracking (or its tracking/ directory).",
 )
 @choice_option(
     "--by",

@@ -36,14 +36,20 @@ from tabmem.generators.ctgan import _check_dims, _check_positive
 __all__ = ["TVAE"]
 
 
+def _relu_layers(d_in: int, dims: Sequence[int]) -> tuple[list[nn.Module], int]:
+    """``ReLU(FC)`` layers of widths ``dims`` from ``d_in``, and the width they end at."""
+    layers: list[nn.Module] = []
+    d = d_in
+    for h in dims:
+        layers += [nn.Linear(d, h), nn.ReLU()]
+        d = h
+    return layers, d
+
+
 class _Encoder(nn.Module):
     def __init__(self, d_in: int, dims: Sequence[int], d_z: int) -> None:
         super().__init__()
-        layers: list[nn.Module] = []
-        d = d_in
-        for h in dims:
-            layers += [nn.Linear(d, h), nn.ReLU()]
-            d = h
+        layers, d = _relu_layers(d_in, dims)
         self.body = nn.Sequential(*layers)
         self.mu = nn.Linear(d, d_z)
         self.logvar = nn.Linear(d, d_z)
@@ -56,11 +62,7 @@ class _Encoder(nn.Module):
 class _Decoder(nn.Module):
     def __init__(self, d_z: int, dims: Sequence[int], d_out: int) -> None:
         super().__init__()
-        layers: list[nn.Module] = []
-        d = d_z
-        for h in dims:
-            layers += [nn.Linear(d, h), nn.ReLU()]
-            d = h
+        layers, d = _relu_layers(d_z, dims)
         layers.append(nn.Linear(d, d_out))
         self.net = nn.Sequential(*layers)
         self.sigma = nn.Parameter(torch.full((d_out,), 0.1))
