@@ -291,6 +291,19 @@ def _print(label: str, s: dict) -> None:
     )
 
 
+def parse_variant(text: str) -> tuple[str, dict]:
+    """``PRESET[:k=v,...]`` as the preset and its parameters (values read as JSON when they parse)."""
+    name, _, rest = text.partition(":")
+    params = {}
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return name, params
+
+
 def reference_parser(doc: str) -> argparse.ArgumentParser:
     """The parser of a script that compares with the reference package (this one, ctgan_tvae_reference.py);
     its own options follow ``--worker``, and :func:`reference_args` adds the shared ones last."""
@@ -384,14 +397,7 @@ def main() -> None:
             from tabmem.generators import get_generator
 
             torch.set_num_threads(1)
-            preset, _, rest = args.tabmem.partition(":")
-            params = {}
-            for item in filter(None, rest.split(",")):
-                k, _, v = item.partition("=")
-                try:
-                    params[k] = json.loads(v)
-                except json.JSONDecodeError:
-                    params[k] = v
+            preset, params = parse_variant(args.tabmem)
             gen = get_generator(
                 "ctgan",
                 preset=None if preset == "default" else preset,

@@ -51,7 +51,6 @@ import time
 from pathlib import Path
 
 
-
 # ---------------------------------------------------------------------------------------------------------
 # Worker: runs inside the reference package's environment (imports nothing from tabmem)
 # ---------------------------------------------------------------------------------------------------------
@@ -146,15 +145,9 @@ def _worker(spec_path: str) -> None:
 # Driver: runs in tabmem's environment
 # ---------------------------------------------------------------------------------------------------------
 def _parse_variant(text: str) -> tuple[str, dict]:
-    name, _, rest = text.partition(":")
-    params = {}
-    for item in filter(None, rest.split(",")):
-        key, _, value = item.partition("=")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
-    return name, params
+    from ctgan_condition_fidelity import parse_variant
+
+    return parse_variant(text)
 
 
 def _label(impl: str, variant: str, epochs: int, seed: int) -> str:
