@@ -1,5 +1,9 @@
 """Options shared by the commands, with one rule each.
 
+* **Declarations**: an option that two commands have is declared once here (:func:`count_option`,
+  :func:`choice_option`, :func:`file_option`, :func:`out_dir_option`, :func:`model_option`, ...);
+  a command passes only what the option means to it (its help, sometimes its default), so flag,
+  destination, type, range and default display cannot drift apart between commands.
 * **Reading a table**: ``--encoding`` on every command that reads a file; column kinds from
   ``--categorical``/``--numerical`` (comma-separated or repeated: ``--categorical a,b`` equals
   ``--categorical a --categorical b``) and ``--target``; the same flags refine a registered
