@@ -30,6 +30,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from tabmem._params import Params
 from tabmem._registry import Registry
 from tabmem.attacks.shadows import ShadowSet
 from tabmem.data.schema import Schema, ValidatedTable
@@ -38,7 +39,7 @@ from tabmem.errors import ParameterError, TabmemError
 Table = pd.DataFrame | ValidatedTable
 
 
-class Attack:
+class Attack(Params):
     """Base class of membership-inference attacks (see module docstring)."""
 
     name: ClassVar[str] = "base"
@@ -100,10 +101,6 @@ class Attack:
 
     def _score(self, targets: Table) -> np.ndarray:
         raise NotImplementedError
-
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.endswith("_") and not k.startswith("_"))
-        return f"{type(self).__name__}({params})"
 
 
 #: name -> attack class; filled by :func:`register_attack`.
