@@ -214,6 +214,9 @@ def test_smote_paper_not_majority_grows_every_smaller_class():
     aug = get_augmenter("smote", variant="paper", classes="not majority").fit(df, schema)
     new = aug.augment(n_new=20, random_state=0)
     assert new["y"].value_counts().to_dict() == {"c": 12, "b": 8}
+    # one provenance row per new row, both numbered 0..n-1 (the classes' parts are renumbered)
+    pd.testing.assert_index_equal(new.index, pd.RangeIndex(20))
+    pd.testing.assert_index_equal(aug.provenance_.index, pd.RangeIndex(20))
     labels = df.y.to_numpy()
     assert (labels[aug.provenance_.base] == new.y.to_numpy()).all()
     assert (labels[aug.provenance_.neighbor] == new.y.to_numpy()).all()
