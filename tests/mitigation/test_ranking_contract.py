@@ -147,6 +147,9 @@ def test_n_to_prune_bounds():
     assert n_to_prune(3, 0.6) == 2  # ceil(1.8)
     assert n_to_prune(10, 1e-12) == 1  # a positive fraction prunes at least one record
     assert n_to_prune(10, 0.7) == 7  # 0.7 * 10 is 7.000000000000001 in float64
+    assert n_to_prune(700_000, 0.55) == 385_000  # 385000.00000000006 in float64: noise at the 1e-10 scale
+    with pytest.raises(ParameterError, match=r"^prune must be in \(0, 1\), got 1\.5$"):
+        n_to_prune(100, 1.5)
 
 
 def test_from_scores_needs_a_vector_of_two_or_more():
@@ -159,6 +162,19 @@ def test_from_scores_needs_a_vector_of_two_or_more():
     assert _ranks(two) == [2, 1] and two.params == {"a": 1, "tie_break_seed": 5}
 
 
+def test_from_scores_takes_plain_lists_and_defaults_to_tie_break_seed_0(tmp_path):
+    r = Ranking.from_scores([3, 1, None, 2], method="count")  # ints and a missing score (None: ranked last)
+    assert r.table.score.dtype == np.float64 and _ranks(r) == [1, 3, 4, 2]
+    r.save(tmp_path / "r.csv")
+    pd.testing.assert_frame_equal(Ranking.load(tmp_path / "r.csv").table, r.table)
+    tied = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    default = Ranking.from_scores(tied, method="x")
+    assert default.params == {"tie_break_seed": 0}
+    pd.testing.assert_frame_equal(default.table, Ranking.from_scores(tied, method="x", random_state=0).table)
+    # rank_records' default (random_state=0) and from_scores' default break ties alike
+    pd.testing.assert_frame_equal(count_ranking(tied).table, default.table)
+
+
 def test_overlap_refuses_rankings_of_different_tables_and_check_table_skips_unknown_identity():
     a = Ranking.from_scores(np.arange(5.0), method="x", fingerprint=FINGERPRINT)
     with pytest.raises(ParameterError, match=r"^rankings of different tables \(5 vs 4 records\)$"):
@@ -166,6 +182,8 @@ def test_overlap_refuses_rankings_of_different_tables_and_check_table_skips_unkn
     a.check_table(FINGERPRINT, 5)
     a.check_table(None, 5)  # the caller does not know the table's identity: only the size is checked
     Ranking.from_scores(np.arange(5.0), method="x").check_table("0" * 64, 5)  # nor does the ranking
+    with pytest.raises(TabmemError, match=r"^ranking ranks 5 records but the training table has 6 rows$"):
+        a.check_table(None, 6)
     with pytest.raises(TabmemError, match=r"^transfer ranks 5 records but the training table has 6 rows$"):
         a.check_table(FINGERPRINT, 6, what="transfer")
     with pytest.raises(
@@ -189,6 +207,8 @@ def test_save_writes_the_documented_sidecar(tmp_path):
         "fingerprint": FINGERPRINT,
         "params": {"top_k": 2, "warmup_epochs": 4, "tracked_epochs": [2, 4], "tie_break_seed": 0},
     }
+    mask = r.pruned_mask(0.2)
+    assert mask.dtype == bool and mask.tolist() == [False, False, False, False, True]  # a boolean mask
     csv = pd.read_csv(path)
     assert list(csv.columns) == ["train_row", "score", "rank", "pruned"]
     assert csv.pruned.tolist() == [False, False, False, False, True]  # ceil(0.2 x 5) = 1: the top record
@@ -243,3 +263,10 @@ def test_load_reads_the_sidecar_or_records_its_absence(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps({"n_train": 3, "method": "count", "params": {"epoch": 6}}))
     full = Ranking.load(p)
     assert (full.method, full.fingerprint, full.params) == ("count", None, {"epoch": 6})
+
+
+def test_inclusion_without_ties_is_the_top_indicator():
+    r = Ranking.from_scores(np.array([0.5, 9.0, 3.0, 7.0, 1.0, 8.0, 2.0, 6.0, 4.0, 5.0]), method="x")
+    # ceil(0.3 x 10) = 3: the rows of 9, 8 and 7 are in for sure, the others out
+    np.testing.assert_array_equal(r.inclusion(0.3), [0, 1, 0, 1, 0, 1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(r.inclusion(0.1), [0, 1, 0, 0, 0, 0, 0, 0, 0, 0])
