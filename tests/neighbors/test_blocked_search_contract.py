@@ -293,3 +293,70 @@ def test_k_must_be_a_positive_integer() -> None:
             kneighbors(dist, range(2), bad)
     idx, _ = kneighbors(dist, range(2), np.int64(2), n_jobs=1)  # numpy integers are integers
     assert idx.shape == (2, 2)
+
+
+def test_a_single_reference_row_is_every_query_rows_nearest() -> None:
+    d = np.array([[0.5], [0.0], [2.0]])
+    idx, dist = kneighbors(MatrixDistance(d, None, np.full(3, 1e-12)), range(3), 2, n_jobs=1)
+    np.testing.assert_array_equal(idx, [[0, -1], [0, -1], [0, -1]])
+    np.testing.assert_array_equal(dist, [[0.5, np.inf], [0.0, np.inf], [2.0, np.inf]])
+
+
+def test_no_reference_rows_with_a_distance_that_prunes() -> None:
+    empty = np.zeros((3, 0))
+    dist = MatrixDistance(empty, e=empty, matches=np.zeros((3, 0), dtype=np.uint8), n_cat=2, n_columns=3)
+    idx, d = kneighbors(dist, range(3), 2, n_jobs=1)
+    assert (idx == -1).all() and np.isposinf(d).all()
+
+
+def test_default_k_is_two() -> None:
+    d = np.array([[0.3, 0.1, 0.2]])
+    idx, dist = kneighbors(MatrixDistance(d, None, [1e-12]), range(1))
+    np.testing.assert_array_equal(idx, [[1, 2]])
+    np.testing.assert_array_equal(dist, [[0.1, 0.2]])
+
+
+def test_blas_is_single_threaded_inside_the_search() -> None:
+    # the workers' BLAS calls must not each start a BLAS thread pool (oversubscription)
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    seen: list[int] = []
+
+    class Recording(MatrixDistance):
+        def block(self, q, rows):
+            seen.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+            return super().block(q, rows)
+
+    if not any(i["user_api"] == "blas" for i in threadpool_info()):
+        pytest.skip("no BLAS library that threadpoolctl can see")
+    with threadpool_limits(limits=2, user_api="blas"):
+        kneighbors(Recording(np.zeros((4, 3))), range(4), 1, block_rows=2, n_jobs=1)
+    assert seen and set(seen) == {1}
+
+
+@pytest.mark.parametrize("n_jobs,n_blocks", [(2, 2), (3, 6)])
+def test_blocks_run_on_n_jobs_threads_at_once(n_jobs: int, n_blocks: int) -> None:
+    # the barrier only opens when n_jobs blocks are evaluated at the same time (threads, not a loop)
+    import threading
+    import time
+
+    barrier = threading.Barrier(n_jobs, timeout=5)
+    lock, live, peak, threads = threading.Lock(), [0], [0], set()
+
+    class Concurrent(MatrixDistance):
+        def block(self, q, rows):
+            with lock:
+                live[0] += 1
+                peak[0] = max(peak[0], live[0])
+                threads.add(threading.get_ident())
+            barrier.wait()
+            time.sleep(0.02)
+            with lock:
+                live[0] -= 1
+            return super().block(q, rows)
+
+    rng = np.random.default_rng(12)
+    d = rng.random((2 * n_blocks, 5))
+    got = kneighbors(Concurrent(d, None, np.full(len(d), 1e-12)), range(len(d)), 2, block_rows=2, n_jobs=n_jobs)
+    np.testing.assert_array_equal(got[0], truth(d, 2)[0])
+    assert peak[0] == n_jobs and len(threads) == n_jobs  # n_jobs workers, never more
