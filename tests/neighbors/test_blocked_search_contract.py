@@ -360,3 +360,22 @@ def test_blocks_run_on_n_jobs_threads_at_once(n_jobs: int, n_blocks: int) -> Non
     got = kneighbors(Concurrent(d, None, np.full(len(d), 1e-12)), range(len(d)), 2, block_rows=2, n_jobs=n_jobs)
     np.testing.assert_array_equal(got[0], truth(d, 2)[0])
     assert peak[0] == n_jobs and len(threads) == n_jobs  # n_jobs workers, never more
+
+
+@pytest.mark.parametrize("row", [0, 7])
+def test_pruned_search_row_with_fewer_matching_rows_than_k_among_selective_rows(row: int) -> None:
+    # one query row shares categories with two reference rows only; the other rows of its block
+    # keep the pruning selective. The k best-matching rows taken for the bound must be distinct
+    # and every match count restored, or the distances of refs 0 and 1 come out wrong.
+    toy = categorical_toy(11, 20, 100, n_cat=6)
+    matches, e = toy.matches, toy.e
+    matches[row] = 0
+    matches[row, 0], matches[row, 1] = 6, 5
+    d = (e + (6 - matches.astype(np.float64))) / 7
+    for k in (3, 4):
+        dist = MatrixDistance(d, None, np.full(20, 1e-12), e=e, matches=matches, n_cat=6, n_columns=7)
+        got = kneighbors(dist, range(20), k, n_jobs=1)
+        want = truth(d, k)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        assert dist.dense_calls == []  # the pruned search answered
