@@ -46,6 +46,7 @@ class MatrixDistance:
         self.dense_calls: list[tuple[int, int]] = []
         self.pruned_calls: list[tuple[int, int]] = []
         self.exact_pairs = 0
+        self.pruned_exact_rows: list[np.ndarray] = []  # the block-local rows of each exact() call
 
     @property
     def n_ref(self) -> int:
@@ -77,6 +78,7 @@ class MatrixDistance:
 
         def exact(r, j, h):  # uses the mismatch count it is given, as the real distances do
             self.exact_pairs += len(r)
+            self.pruned_exact_rows.append(np.asarray(r).copy())
             return (e[r, j] + h) / m
 
         return PrunedBlock(matches=self.matches[rows].copy(), exact=exact)
@@ -170,9 +172,18 @@ def test_pruned_search_in_small_chunks_of_surviving_pairs(monkeypatch) -> None:
     want = truth(dist.d, 3)
     for pairs in (1, 5, 17, 64, 1 << 20):
         monkeypatch.setattr(blocked, "_PRUNED_PAIRS", pairs)
+        dist.pruned_exact_rows.clear()
         got = kneighbors(dist, range(25), 3, block_rows=25, n_jobs=1)
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+        # memory: after the bound (k pairs per row), at most `pairs` surviving pairs at a time,
+        # unless a single query row has more; every row in exactly one chunk, in order
+        bound, *chunks = dist.pruned_exact_rows
+        assert len(bound) == 25 * 3
+        for rows in chunks:
+            assert len(rows) <= pairs or len(np.unique(rows)) == 1
+        np.testing.assert_array_equal(np.unique(np.concatenate(chunks)), np.arange(25))
+        assert all(a.max() < b.min() for a, b in zip(chunks, chunks[1:]))
     assert dist.dense_calls == []
 
 
