@@ -390,3 +390,21 @@ def test_pruned_search_row_with_fewer_matching_rows_than_k_among_selective_rows(
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
         assert dist.dense_calls == []  # the pruned search answered
+
+
+def test_pruned_bound_slack_is_relative_for_many_categorical_columns() -> None:
+    # 2000 categorical columns (float32 GEMM counts): the bound U*M = 1999 is an integer up to
+    # rounding; rows with exactly 1999 mismatches tie with it and must survive the pruning
+    n_cat, m, n_ref = 2000, 2001, 40
+    matches = np.zeros((1, n_ref), dtype=np.float32)
+    e = np.full((1, n_ref), 0.5)
+    matches[0, 5], e[0, 5] = n_cat, 0.0  # d = 0
+    matches[0, [1, 9, 20]], e[0, [1, 9, 20]] = 1, 0.0  # d = 1999 / 2001, tied
+    d = (e + (n_cat - matches.astype(np.float64))) / m
+    for k in (2, 3, 4):
+        dist = MatrixDistance(d, None, [1e-12], e=e, matches=matches, n_cat=n_cat, n_columns=m)
+        got = kneighbors(dist, range(1), k, n_jobs=1)
+        want = truth(d, k)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        assert dist.dense_calls == []
