@@ -408,3 +408,70 @@ def test_pruned_bound_slack_is_relative_for_many_categorical_columns() -> None:
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
         assert dist.dense_calls == []
+
+
+# ------------------------------------------------- the proof of the dense search, case by case
+def keyed(d, key, margin) -> MatrixDistance:
+    d = np.asarray(d, dtype=np.float64)
+    return MatrixDistance(d, np.asarray(key, dtype=np.float64) - d, margin)
+
+
+def test_a_row_outside_the_candidates_that_ties_the_kth_at_the_floor_is_found() -> None:
+    # k = 1: candidates by key are refs 2 (key .75) and 0 (key 1.25, the lowest index of the tie);
+    # the floor 1.25 - .25 = 1.0 equals the best candidate's exact distance, so ref 1 (d = 1.0,
+    # key 1.25) may tie it, and does, with a lower index
+    dist = keyed([[1.5, 1.0, 1.0]], [[1.25, 1.25, 0.75]], [0.25])
+    idx, d = kneighbors(dist, range(1), 1, n_jobs=1)
+    assert idx.tolist() == [[1]] and d.tolist() == [[1.0]]
+
+
+def test_a_row_whose_key_is_exactly_at_the_refinement_bound_is_recomputed() -> None:
+    # k = 1: candidates refs 1 (key .75, d 1.0) and 2 (key 1.0); the k-th's bound is
+    # 1.0 + .25 = 1.25, exactly ref 0's key; ref 0 (d = 1.0) ties ref 1 with a lower index
+    dist = keyed([[1.0, 1.0, 1.25]], [[1.25, 0.75, 1.0]], [0.25])
+    idx, d = kneighbors(dist, range(1), 1, n_jobs=1)
+    assert idx.tolist() == [[0]] and d.tolist() == [[1.0]]
+
+
+def test_a_row_outside_the_candidates_closer_than_the_kth_is_found() -> None:
+    # k = 2: candidates refs 0, 1, 2 (keys 0, 1.75, 1.75); ref 3 (d = 1.875) hides behind key 2.125
+    dist = keyed([[0.0, 2.0, 2.0, 1.875]], [[0.0, 1.75, 1.75, 2.125]], [0.25])
+    idx, d = kneighbors(dist, range(1), 2, n_jobs=1)
+    assert idx.tolist() == [[0, 3]] and d.tolist() == [[0.0, 1.875]]
+
+
+class AffineDistance(MatrixDistance):
+    """Keys in another unit per query row: ``key = a_i d + b_i`` (+ noise within the margin)."""
+
+    def __init__(self, d, a, b, noise, margin):
+        super().__init__(d, noise, margin)
+        self.a, self.b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+
+    def block(self, q, rows: slice) -> Block:
+        blk = super().block(q, rows)
+        a, b = self.a[rows], self.b[rows]
+        key = blk.key * a[:, None] + b[:, None]
+        key[~np.isfinite(blk.margin)] = 0.0
+        return Block(
+            key=key,
+            margin=blk.margin * a,
+            exact=blk.exact,
+            key_to_distance=lambda r, k_: (k_ - b[r]) / a[r],
+            distance_to_key=lambda r, d_: d_ * a[r] + b[r],
+        )
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_per_row_key_units_are_converted_with_each_rows_own_scale(k: int) -> None:
+    # dyadic values: every conversion is exact, so ties stay ties
+    rng = np.random.default_rng(20 + k)
+    n_q, n_ref = 12, 9
+    d = rng.integers(0, 8, (n_q, n_ref)) / 8.0
+    noise = rng.integers(-2, 3, (n_q, n_ref)) / 16.0
+    a = 2.0 ** rng.integers(-3, 4, n_q)
+    b = rng.integers(-40, 40, n_q) / 4.0
+    dist = AffineDistance(d, a, b, noise, np.full(n_q, 0.125))
+    got = kneighbors(dist, range(n_q), k, block_rows=5, n_jobs=1)
+    want = truth(d, k)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
