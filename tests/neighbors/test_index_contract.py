@@ -208,6 +208,14 @@ def test_prepare_passes_prepared_queries_through_and_revalidates_other_schemas()
     # validated under its own (stricter) policies against the same schema: used as is
     same = validate(q, SCHEMA, name="queries", nan="error")
     np.testing.assert_array_equal(index.prepare(same).num, prepared.num)
+    # ... and under its own (laxer) policies too: never validated again, not even for nan="error"
+    strict = NeighborIndex("gower", n_jobs=1, nan="error").fit(ref_table(), SCHEMA)
+    holes = q.copy()
+    holes.loc[2, "x"] = np.nan
+    lax = validate(holes, SCHEMA, name="queries", nan="match")
+    assert strict.prepare(lax).miss[:, 0].tolist() == [False, False, True]
+    with pytest.raises(SchemaError, match=r"^queries table: column 'x' has 1 missing value"):
+        strict.prepare(holes)  # a DataFrame is validated under the index's policy
 
 
 def test_memory_budget_threads_and_block_rows_shape_the_blocks() -> None:
