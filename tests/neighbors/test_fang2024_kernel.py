@@ -1,0 +1,293 @@
+"""``fang2024``'s fast pass (``Fang2024Distance.block``) and ``_affine`` against independent references.
+
+The reference is the papers' formula evaluated pair by pair in float64 (``e_j`` summed column after
+column as in their pandas code, then ``ê = (e - min e)/(max e - min e)`` per query, 0 when all
+``e`` are equal, plus the categorical mismatches, over ``M``). Wherever that plain formula
+neither overflows nor underflows, the exact values of the search have its bits (module docstring
+of :mod:`tabmem.neighbors.distances`), so the comparisons here are bit for bit.
+
+The tables are built to reach every branch of the fast pass: reference rows far from their mean
+(the GEMM ``|u|^2 + |v|^2 - 2 u.v`` then cancels, so the float32 keys of near rows are scrambled
+and only the error bound keeps the search exact), near-ties at both the smallest and the largest
+``e`` of a row, query rows beyond the range the fast pass can bound (exact fallback), tables
+without numerical columns, and reference tables whose ``e`` has no spread.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabmem import Schema
+from tabmem.neighbors import NeighborIndex
+from tabmem.neighbors.distances import Fang2024Distance, Queries, _affine
+
+NUM = Schema(("x", "y"), ("x", "y"), ())
+MIXED = Schema(("x", "y", "c", "t"), ("x", "y"), ("c", "t"), "t", "binclass")
+ONE = Schema(("x", "c"), ("x",), ("c",))
+CATS = Schema(("c", "t"), (), ("c", "t"), "t", "binclass")
+
+
+# ------------------------------------------------------------------ references
+def brute(ref: pd.DataFrame, queries: pd.DataFrame, schema: Schema) -> np.ndarray:
+    """The papers' distance of every query row to every reference row, pair by pair (Python floats)."""
+    t_num = ref[list(schema.numerical)].to_numpy(dtype=float).tolist()
+    q_num = queries[list(schema.numerical)].to_numpy(dtype=float).tolist()
+    t_cat = ref[list(schema.categorical)].astype(str).to_numpy().tolist()
+    q_cat = queries[list(schema.categorical)].astype(str).to_numpy().tolist()
+    m = len(schema.columns)
+    out = np.empty((len(queries), len(ref)))
+    for i, (x, xc) in enumerate(zip(q_num, q_cat)):
+        e = []
+        for t in t_num:
+            total = 0.0
+            for c, (a, b) in enumerate(zip(x, t)):
+                total = (a - b) * (a - b) if c == 0 else total + (a - b) * (a - b)
+            e.append(math.sqrt(total))
+        lo, hi = min(e), max(e)
+        for j, (ej, tc) in enumerate(zip(e, t_cat)):
+            ehat = (ej - lo) / (hi - lo) if hi > lo else 0.0
+            out[i, j] = (ehat + sum(a != b for a, b in zip(xc, tc))) / m
+    return out
+
+
+def brute_knn(full: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` smallest per row, ties broken by the lower reference index."""
+    order = np.lexsort((np.broadcast_to(np.arange(full.shape[1]), full.shape), full), axis=1)[:, :k]
+    return order, np.take_along_axis(full, order, axis=1)
+
+
+def fitted(ref: pd.DataFrame, queries: pd.DataFrame, schema: Schema) -> tuple[Fang2024Distance, Queries]:
+    dist = Fang2024Distance().fit(ref, schema)
+    clean = dist.encoder_.validate(queries, name="queries", nan="match", unseen="mismatch")
+    return dist, dist.prepare(clean)
+
+
+def check_block_contract(ref: pd.DataFrame, queries: pd.DataFrame, schema: Schema) -> None:
+    """``Block``'s contract against the brute force, for one block holding every query row.
+
+    ``exact`` gives the reference's bits; ``key`` is within ``margin`` of the exact key of every
+    pair (``distance_to_key`` of the exact distance), rows with an infinite margin excepted;
+    ``key_to_distance`` inverts ``distance_to_key``.
+    """
+    dist, q = fitted(ref, queries, schema)
+    full = brute(ref, queries, schema)
+    n_q, n_ref = full.shape
+    blk = dist.block(q, slice(0, n_q))
+    rows, refs = np.repeat(np.arange(n_q), n_ref), np.tile(np.arange(n_ref), n_q)
+    exact = blk.exact(rows, refs).reshape(n_q, n_ref)
+    np.testing.assert_array_equal(exact, full)
+    margin = np.broadcast_to(np.asarray(blk.margin, dtype=float), (n_q,))
+    exact_key = blk.distance_to_key(rows, full.ravel()).reshape(n_q, n_ref)
+    err = np.abs(blk.key.astype(float) - exact_key)
+    sure = np.isfinite(margin)
+    assert (err[sure] <= margin[sure, None]).all(), float((err[sure] - margin[sure, None]).max())
+    back = blk.key_to_distance(rows, exact_key.ravel()).reshape(n_q, n_ref)
+    np.testing.assert_allclose(back[sure], full[sure], rtol=1e-9, atol=1e-12)
+    # the margin is a few roundings of the keys' scale, not a bound that makes every pair a candidate
+    scale = np.abs(exact_key).max(axis=1) + 1.0 / len(schema.columns)
+    assert (margin[sure] <= 1e-4 * scale[sure]).all()
+
+
+def check_search(ref: pd.DataFrame, queries: pd.DataFrame, schema: Schema, k: int = 3, block_rows=None) -> None:
+    full = brute(ref, queries, schema)
+    b_idx, b_dist = brute_knn(full, k)
+    idx, d = NeighborIndex("fang2024", n_jobs=1).fit(ref, schema).kneighbors(queries, k=k, block_rows=block_rows)
+    np.testing.assert_array_equal(d, b_dist)
+    np.testing.assert_array_equal(idx, b_idx)
+
+
+# ------------------------------------------------------------------ tables
+def far_from_mean(seed: int, n_ref: int = 120, n_q: int = 40) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two clusters at +-P (the reference mean near 0), rows a few hundredths apart, queries in the clusters.
+
+    ``S̄`` carries an absolute error of ~``eps |P|^2``, i.e. ~0.03 on ``e``: the float32 keys of
+    the rows near a query (and of the farthest rows) do not order them; only the bound does.
+    """
+    rng = np.random.default_rng(seed)
+    p = np.array([1.5e6, -2.5e6])
+
+    def rows(n: int, spread: float) -> np.ndarray:
+        side = np.where(rng.random(n) < 0.5, 1.0, -1.0)[:, None]
+        return side * p + np.round(rng.normal(0, spread, (n, 2)), 3)
+
+    ref = pd.DataFrame(rows(n_ref, 0.02), columns=["x", "y"])
+    q = rows(n_q, 0.02)
+    q[: n_q // 4] = ref[["x", "y"]].to_numpy()[: n_q // 4]  # exact copies: e = 0
+    return ref, pd.DataFrame(q, columns=["x", "y"])
+
+
+def with_cats(df: pd.DataFrame, seed: int, levels: tuple[str, ...] = ("p",)) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    out = df.copy()
+    out["c"] = rng.choice(list(levels), len(df))
+    out["t"] = rng.integers(0, 2, len(df))
+    return out[["x", "y", "c", "t"]]
+
+
+def wild_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Query row 0 at ``2^60``, far beyond the reference (values 0..768): exact fallback, hand-made values.
+
+    Its ``e_j = 2^60 - t_j`` are exact (multiples of 256 below ``2^60``): ``ê`` is 1, 2/3, 1/3, 0
+    for ``t`` = 0, 256, 512, 768. Row 1 is an ordinary row in the same block.
+    """
+    ref = pd.DataFrame({"x": [0.0, 256.0, 512.0, 768.0], "c": ["a", "b", "a", "b"]})
+    q = pd.DataFrame({"x": [2.0**60, 300.0], "c": ["a", "a"]})
+    return ref, q
+
+
+# ------------------------------------------------------------------ block contract
+@pytest.mark.parametrize("seed", [0, 1])
+def test_block_keys_within_margin_when_the_fast_pass_cancels(seed: int) -> None:
+    ref, q = far_from_mean(seed)
+    check_block_contract(ref, q, NUM)
+    check_block_contract(with_cats(ref, seed, ("p", "q")), with_cats(q, seed + 7, ("p", "q", "r")), MIXED)
+
+
+def test_block_contract_on_ordinary_values() -> None:
+    rng = np.random.default_rng(3)
+    ref = pd.DataFrame({"x": rng.normal(0, 1, 60).round(2), "y": rng.normal(5, 0.1, 60).round(3)})
+    q = pd.DataFrame({"x": rng.normal(0, 1, 25).round(2), "y": rng.normal(5, 0.1, 25).round(3)})
+    check_block_contract(ref, q, NUM)
+    check_block_contract(with_cats(ref, 1, ("p", "q")), with_cats(q, 2, ("p", "q")), MIXED)
+
+
+def test_block_exact_fallback_for_a_row_beyond_the_fast_pass() -> None:
+    ref, q = wild_tables()
+    dist, prepared = fitted(ref, q, ONE)
+    assert prepared.tame.tolist() == [False, True]
+    # hand-computed: e = 2^60 - t, spread 768, M = 2; row 1: e = 300, 44, 212, 468 (spread 424)
+    expected = np.array(
+        [
+            [(1.0 + 0) / 2, (2 / 3 + 1) / 2, (1 / 3 + 0) / 2, (0.0 + 1) / 2],
+            [((300 - 44) / 424 + 0) / 2, (0.0 + 1) / 2, ((212 - 44) / 424 + 0) / 2, ((468 - 44) / 424 + 1) / 2],
+        ]
+    )
+    np.testing.assert_allclose(brute(ref, q, ONE), expected, rtol=1e-15)
+    blk = dist.block(prepared, slice(0, 2))
+    assert np.isinf(blk.margin[0]) and np.isfinite(blk.margin[1])
+    check_block_contract(ref, q, ONE)
+    check_search(ref, q, ONE, k=2)
+    check_search(ref, q, ONE, k=4)
+
+
+def test_block_exact_fallback_rows_mixed_with_cancelling_rows() -> None:
+    ref, q = far_from_mean(5, n_ref=50, n_q=12)
+    q.loc[3, "x"] = 1e30  # beyond 2^100 in the reference's frame
+    q.loc[8, "y"] = -7e28
+    _, prepared = fitted(ref, q, NUM)
+    assert np.flatnonzero(~prepared.tame).tolist() == [3, 8]
+    check_block_contract(ref, q, NUM)
+    check_search(ref, q, NUM, k=2)
+
+
+def test_block_without_numerical_columns() -> None:
+    rng = np.random.default_rng(4)
+    ref = pd.DataFrame({"c": rng.choice(["a", "b", "c"], 30), "t": rng.integers(0, 2, 30)})
+    q = pd.DataFrame({"c": rng.choice(["a", "b", "d"], 12), "t": rng.integers(0, 2, 12)})
+    check_block_contract(ref, q, CATS)
+    dist, prepared = fitted(ref, q, CATS)
+    blk = dist.block(prepared, slice(0, len(q)))
+    full = brute(ref, q, CATS)
+    # d = mismatches / 2 exactly; the key orders like it (every float32 here is a small integer)
+    np.testing.assert_array_equal(np.argsort(blk.key, axis=1, kind="stable"), np.argsort(full, axis=1, kind="stable"))
+
+
+@pytest.mark.parametrize("values", [[2.0, 2.0, 2.0], [0.0, 0.0, 0.0, 0.0], [3.5]])
+def test_block_when_e_has_no_spread(values: list[float]) -> None:
+    """All reference rows equal numerically: ``ê = 0`` (scikit-learn's MinMaxScaler), ``d = h / M``."""
+    ref = pd.DataFrame({"x": values, "c": (["a", "b"] * 4)[: len(values)]})
+    q = pd.DataFrame({"x": [0.25, 2.0, -1e3, 1e-7], "c": ["a", "b", "z", "a"]})
+    expected = np.array([[float(c != qc) / 2 for c in ref["c"]] for qc in q["c"]])
+    np.testing.assert_array_equal(brute(ref, q, ONE), expected)
+    check_block_contract(ref, q, ONE)
+    check_search(ref, q, ONE, k=1)
+
+
+def test_block_with_a_spread_below_one() -> None:
+    """``e`` spans less than 1 (values a few thousandths apart): ``ê`` divides by that spread, not by 1."""
+    ref = pd.DataFrame({"x": [0.001, 0.002, 0.004, 0.0075], "c": ["a", "b", "a", "b"]})
+    q = pd.DataFrame({"x": [0.003, 0.0, 0.01], "c": ["a", "b", "a"]})
+    check_block_contract(ref, q, ONE)
+    check_search(ref, q, ONE, k=2)
+
+
+def test_block_wider_than_one_tile() -> None:
+    """600 query rows x 600 reference rows: the float64 GEMM runs in column tiles of 256 reference rows."""
+    rng = np.random.default_rng(6)
+    ref = pd.DataFrame({"x": rng.normal(0, 1, 600).round(3), "y": rng.normal(0, 1, 600).round(3)})
+    q = pd.DataFrame({"x": rng.normal(0, 1, 600).round(3), "y": rng.normal(0, 1, 600).round(3)})
+    dist, prepared = fitted(ref, q, NUM)
+    blk = dist.block(prepared, slice(0, 600))
+    t, x = ref.to_numpy(), q.to_numpy()
+    e = np.sqrt((x[:, None, 0] - t[None, :, 0]) ** 2 + (x[:, None, 1] - t[None, :, 1]) ** 2)
+    ehat = (e - e.min(axis=1, keepdims=True)) / (e.max(axis=1, keepdims=True) - e.min(axis=1, keepdims=True))
+    rows = np.repeat(np.arange(600), 600)
+    exact_key = blk.distance_to_key(rows, (ehat / 2).ravel()).reshape(600, 600)
+    assert (np.abs(blk.key - exact_key) <= blk.margin[:, None] + 1e-12 * e.max()).all()
+
+
+# ------------------------------------------------------------------ search through the dense path
+@pytest.mark.parametrize("seed", [0, 2])
+@pytest.mark.parametrize("k", [1, 3])
+def test_dense_search_equals_brute_force_near_ties(seed: int, k: int) -> None:
+    ref, q = far_from_mean(seed)
+    check_search(ref, q, NUM, k=k)
+    # one categorical value everywhere: pruning cannot select, the dense search runs with the categorical GEMM
+    check_search(with_cats(ref, seed), with_cats(q, seed + 1), MIXED, k=k, block_rows=16)
+
+
+def test_dense_search_extremes_found_exactly() -> None:
+    """The nearest and farthest ``e`` of each row decide ``ê`` of every pair: d1 and the largest distance agree."""
+    ref, q = far_from_mean(9, n_ref=150, n_q=30)
+    full = brute(ref, q, NUM)
+    dist, prepared = fitted(ref, q, NUM)
+    blk = dist.block(prepared, slice(0, len(q)))
+    n_q, n_ref = full.shape
+    exact = blk.exact(np.repeat(np.arange(n_q), n_ref), np.tile(np.arange(n_ref), n_q)).reshape(n_q, n_ref)
+    assert (exact.min(axis=1) == 0.0).all() and (exact.max(axis=1) == 0.5).all()  # ê spans [0, 1] exactly, M = 2
+
+
+def test_pair_distances_is_not_offered() -> None:
+    dist = Fang2024Distance().fit(pd.DataFrame({"x": [1.0, 2.0]}), Schema(("x",), ("x",), ()))
+    with pytest.raises(
+        NotImplementedError,
+        match=r"^fang2024 normalises per query over all reference rows; use the brute-force helper$",
+    ):
+        dist.pair_distances(dist.ref_, np.array([0]), np.array([1]))
+
+
+# ------------------------------------------------------------------ _affine
+def exact_affine(x: float, shift: float, scale: float) -> float:
+    """``round(round(x - shift) / scale)`` in rational arithmetic, the difference rounded as if the
+    float64 exponent had no upper limit (rounding ``(x - shift) / 4`` is exact to scale back by 4)."""
+    diff = Fraction(float((Fraction(x) - Fraction(shift)) / 4)) * 4
+    return float(diff / Fraction(scale))
+
+
+def test_affine_where_the_difference_overflows() -> None:
+    x = np.array([[1.5e308, -1.0e308, 3.0], [-1.7e308, 1.2e308, -4.0], [2.0, 7.0, 1.0]])
+    shift = np.array([-1.0e308, 1.6e308, -2.0])
+    scale = np.array([2.5e10, 3.0e300, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # overflow is handled, not reported
+        out = _affine(x, shift, scale)
+    expected = np.array([[exact_affine(v, s, c) for v, s, c in zip(row, shift, scale)] for row in x])
+    np.testing.assert_array_equal(out, expected)
+    assert np.isfinite(out).all()
+
+
+def test_affine_keeps_the_plain_formula_elsewhere() -> None:
+    """Tiny (subnormal) values: the quarter frame would lose their low bits, the plain formula keeps them."""
+    tiny = 2.0**-1074
+    x = np.array([[3 * tiny, 5.0], [7 * tiny, -1.25], [np.nan, 2.5]])
+    shift = np.array([0.0, 1.0])
+    scale = np.array([1.0, 0.5])
+    out = _affine(x, shift, scale)
+    np.testing.assert_array_equal(out[:2], [[3 * tiny, 8.0], [7 * tiny, -4.5]])
+    assert np.isnan(out[2, 0]) and out[2, 1] == 3.0
