@@ -15,7 +15,6 @@ without numerical columns, and reference tables whose ``e`` has no spread.
 
 from __future__ import annotations
 
-import math
 import warnings
 from fractions import Fraction
 
@@ -35,25 +34,27 @@ CATS = Schema(("c", "t"), (), ("c", "t"), "t", "binclass")
 
 # ------------------------------------------------------------------ references
 def brute(ref: pd.DataFrame, queries: pd.DataFrame, schema: Schema) -> np.ndarray:
-    """The papers' distance of every query row to every reference row, pair by pair (Python floats)."""
-    t_num = ref[list(schema.numerical)].to_numpy(dtype=float).tolist()
-    q_num = queries[list(schema.numerical)].to_numpy(dtype=float).tolist()
-    t_cat = ref[list(schema.categorical)].astype(str).to_numpy().tolist()
-    q_cat = queries[list(schema.categorical)].astype(str).to_numpy().tolist()
-    m = len(schema.columns)
-    out = np.empty((len(queries), len(ref)))
-    for i, (x, xc) in enumerate(zip(q_num, q_cat)):
-        e = []
-        for t in t_num:
-            total = 0.0
-            for c, (a, b) in enumerate(zip(x, t)):
-                total = (a - b) * (a - b) if c == 0 else total + (a - b) * (a - b)
-            e.append(math.sqrt(total))
-        lo, hi = min(e), max(e)
-        for j, (ej, tc) in enumerate(zip(e, t_cat)):
-            ehat = (ej - lo) / (hi - lo) if hi > lo else 0.0
-            out[i, j] = (ehat + sum(a != b for a, b in zip(xc, tc))) / m
-    return out
+    """The papers' distance of every query row to every reference row (float64, pair by pair).
+
+    Element-wise numpy: each pair's squares are added column after column, as the scalar loop
+    ``total += (x_c - t_c) ** 2`` does, so every value has that loop's bits.
+    """
+    t_num = ref[list(schema.numerical)].to_numpy(dtype=float)
+    q_num = queries[list(schema.numerical)].to_numpy(dtype=float)
+    t_cat = ref[list(schema.categorical)].astype(str).to_numpy()
+    q_cat = queries[list(schema.categorical)].astype(str).to_numpy()
+    e = np.zeros((len(queries), len(ref)))
+    for c in range(t_num.shape[1]):
+        diff = q_num[:, None, c] - t_num[None, :, c]
+        e = diff * diff if c == 0 else e + diff * diff
+    e = np.sqrt(e)
+    lo, hi = e.min(axis=1, keepdims=True), e.max(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ehat = np.where(hi > lo, (e - lo) / (hi - lo), 0.0)
+    h = np.zeros(e.shape)
+    for c in range(t_cat.shape[1]):
+        h += q_cat[:, None, c] != t_cat[None, :, c]
+    return (ehat + h) / len(schema.columns)
 
 
 def brute_knn(full: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
