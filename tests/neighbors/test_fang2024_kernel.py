@@ -44,9 +44,10 @@ def brute(ref: pd.DataFrame, queries: pd.DataFrame, schema: Schema) -> np.ndarra
     t_cat = ref[list(schema.categorical)].astype(str).to_numpy()
     q_cat = queries[list(schema.categorical)].astype(str).to_numpy()
     e = np.zeros((len(queries), len(ref)))
-    for c in range(t_num.shape[1]):
-        diff = q_num[:, None, c] - t_num[None, :, c]
-        e = diff * diff if c == 0 else e + diff * diff
+    with np.errstate(over="ignore"):  # only a row whose every e is ~1e308 (all equal: ê = 0 either way)
+        for c in range(t_num.shape[1]):
+            diff = q_num[:, None, c] - t_num[None, :, c]
+            e = diff * diff if c == 0 else e + diff * diff
     e = np.sqrt(e)
     lo, hi = e.min(axis=1, keepdims=True), e.max(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -292,3 +293,49 @@ def test_affine_keeps_the_plain_formula_elsewhere() -> None:
     out = _affine(x, shift, scale)
     np.testing.assert_array_equal(out[:2], [[3 * tiny, 8.0], [7 * tiny, -4.5]])
     assert np.isnan(out[2, 0]) and out[2, 1] == 3.0
+
+
+def test_affine_constant_column_with_an_overflowing_difference() -> None:
+    """Gower divides by an infinite range for a constant column: ``inf / inf`` is handled, silently, as 0."""
+    x = np.array([[1.5e308, 2.0], [-1.0, 3.0]])
+    shift = np.array([-1.0e308, 1.0])
+    scale = np.array([np.inf, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = _affine(x, shift, scale)
+    np.testing.assert_array_equal(out, [[0.0, 0.25], [-0.0, 0.5]])
+
+
+# ------------------------------------------------------------------ the bound D and the frames
+def test_bound_covers_the_float32_rounding_of_any_value() -> None:
+    """``D(x)`` bounds ``|x - e|`` for ``x = float32(e)``; with an exactly known ``e`` (``E = A = 0``) that is
+    the float32 rounding alone, largest just above a power of two, and absolute below float32's normal range."""
+    dist = Fang2024Distance().fit(pd.DataFrame({"x": [0.0, 1.0]}), Schema(("x",), ("x",), ()))
+    rng = np.random.default_rng(0)
+    tops = np.ldexp(1.0 + 2.0**-24 + 2.0**-40, np.arange(-120, 120))  # rounds down by ~2^-24 relative
+    mids = np.ldexp(1.5 + 2.0**-24 - 2.0**-50, np.arange(-120, 120))
+    tiny = np.ldexp(rng.random(200) + 0.5, rng.integers(-160, -126, 200))  # float32 subnormals
+    spread = rng.random(2000) * 10.0 ** rng.integers(-30, 30, 2000)
+    e = np.concatenate([tops, mids, tiny, spread, [0.0]])
+    x = e.astype(np.float32).astype(np.float64)
+    zero = np.zeros(len(e))
+    d = dist._bound(x, zero, zero)
+    assert (np.abs(x - e) <= d).all(), float((np.abs(x - e) - d).max())
+
+
+def test_each_row_beyond_the_fast_pass_gets_its_own_frame() -> None:
+    """Two such rows of very different magnitudes in one block: each is evaluated in a frame of its own.
+
+    Row 0 sits at ``2^-500`` against a reference at ``0..768 * 2^-560``: ``e = 2^-500 - t`` exactly,
+    ``ê`` = 1, 2/3, 1/3, 0 (as in :func:`wild_tables`, scaled by ``2^-620``). Row 1 is ``1e308``; a frame
+    shared with it would push row 0's ``e`` below the float64 range and lose ``ê``.
+    """
+    s = 2.0**-560
+    ref = pd.DataFrame({"x": [0.0, 256 * s, 512 * s, 768 * s], "c": ["a", "b", "a", "b"]})
+    q = pd.DataFrame({"x": [2.0**-500, 1e308], "c": ["a", "a"]})
+    _, prepared = fitted(ref, q, ONE)
+    assert not prepared.tame.any()
+    full = brute(ref, q, ONE)
+    np.testing.assert_array_equal(full[0], [0.5, (2 / 3 + 1) / 2, (1 / 3) / 2, 0.5])
+    check_block_contract(ref, q, ONE)
+    check_search(ref, q, ONE, k=2)

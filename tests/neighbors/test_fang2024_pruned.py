@@ -107,6 +107,13 @@ def test_pruned_when_e_has_no_spread(values: list[float]) -> None:
     check_pruned_contract(ref, q, ONE)
 
 
+def test_pruned_rows_of_very_different_magnitudes() -> None:
+    s = 2.0**-560
+    ref = pd.DataFrame({"x": [0.0, 256 * s, 512 * s, 768 * s], "c": ["a", "b", "a", "b"]})
+    q = pd.DataFrame({"x": [2.0**-500, 1e308, 2.0**-499], "c": ["a", "a", "b"]})
+    check_pruned_contract(ref, q, ONE)
+
+
 def test_pruned_with_a_spread_below_one() -> None:
     ref = pd.DataFrame({"x": [0.001, 0.002, 0.004, 0.0075], "c": ["a", "b", "a", "b"]})
     q = pd.DataFrame({"x": [0.003, 0.0, 0.01], "c": ["a", "b", "a"]})
