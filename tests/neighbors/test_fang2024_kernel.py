@@ -312,7 +312,7 @@ def test_bound_covers_the_float32_rounding_of_any_value() -> None:
     the float32 rounding alone, largest just above a power of two, and absolute below float32's normal range."""
     dist = Fang2024Distance().fit(pd.DataFrame({"x": [0.0, 1.0]}), Schema(("x",), ("x",), ()))
     rng = np.random.default_rng(0)
-    tops = np.ldexp(1.0 + 2.0**-24 + 2.0**-40, np.arange(-120, 120))  # rounds down by ~2^-24 relative
+    tops = np.ldexp(1.0 + 2.0**-24 - 2.0**-50, np.arange(-120, 120))  # rounds down to 2^j: error ~2^-24 x
     mids = np.ldexp(1.5 + 2.0**-24 - 2.0**-50, np.arange(-120, 120))
     tiny = np.ldexp(rng.random(200) + 0.5, rng.integers(-160, -126, 200))  # float32 subnormals
     spread = rng.random(2000) * 10.0 ** rng.integers(-30, 30, 2000)
