@@ -31,6 +31,9 @@ MIXED = Schema(("x", "y", "c", "t"), ("x", "y"), ("c", "t"), "t", "binclass")
 ONE = Schema(("x", "c"), ("x",), ("c",))
 CATS = Schema(("c", "t"), (), ("c", "t"), "t", "binclass")
 
+# the fast pass's overflow, division and invalid operations are handled: a user never sees a RuntimeWarning
+pytestmark = pytest.mark.filterwarnings("error")
+
 
 # ------------------------------------------------------------------ references
 def brute(ref: pd.DataFrame, queries: pd.DataFrame, schema: Schema) -> np.ndarray:
@@ -155,6 +158,7 @@ def test_block_contract_on_ordinary_values() -> None:
     rng = np.random.default_rng(3)
     ref = pd.DataFrame({"x": rng.normal(0, 1, 60).round(2), "y": rng.normal(5, 0.1, 60).round(3)})
     q = pd.DataFrame({"x": rng.normal(0, 1, 25).round(2), "y": rng.normal(5, 0.1, 25).round(3)})
+    q.iloc[:6] = ref.iloc[:6].to_numpy()  # exact copies: e = 0
     check_block_contract(ref, q, NUM)
     check_block_contract(with_cats(ref, 1, ("p", "q")), with_cats(q, 2, ("p", "q")), MIXED)
 
@@ -209,6 +213,44 @@ def test_block_when_e_has_no_spread(values: list[float]) -> None:
     np.testing.assert_array_equal(brute(ref, q, ONE), expected)
     check_block_contract(ref, q, ONE)
     check_search(ref, q, ONE, k=1)
+
+
+def test_block_with_a_spread_tiny_against_the_reference_scale() -> None:
+    """``e`` = 1 -+ 2^-52 (two reference rows at -1 and 1, the query at 2^-52): ``ê`` is 0 and 1 exactly,
+    although the spread is a quarter of a unit in the fast pass's frame (reference magnitudes ~2^49)."""
+    ref = pd.DataFrame({"x": [-1.0, 1.0, -1.0], "c": ["a", "b", "b"]})
+    q = pd.DataFrame({"x": [2.0**-52, -(2.0**-52), 0.0], "c": ["a", "a", "b"]})
+    np.testing.assert_array_equal(brute(ref, q, ONE), [[0.5, 0.5, 1.0], [0.0, 1.0, 0.5], [0.5, 0.0, 0.0]])
+    check_block_contract(ref, q, ONE)
+    check_search(ref, q, ONE, k=2)
+
+
+def test_block_on_subnormal_values() -> None:
+    """Values that are multiples of 2^-1074: the plain formula underflows, the search does not.
+
+    The expected distances are the brute force on the same tables scaled by 2^1074 (integers): ``ê``
+    is a ratio of differences of norms, so an exact power-of-two scaling leaves every bit unchanged.
+    """
+    rng = np.random.default_rng(21)
+    tiny = 2.0**-1074
+
+    def table(n: int) -> pd.DataFrame:
+        return pd.DataFrame({"x": rng.integers(-300, 300, n) * 1.0, "y": rng.integers(0, 40, n) * 1.0})
+
+    ref_i, q_i = table(80), table(30)
+    q_i.iloc[:8] = ref_i.iloc[:8].to_numpy()  # exact copies
+    ref, q = ref_i * tiny, q_i * tiny
+    full = brute(ref_i, q_i, NUM)
+    dist, prepared = fitted(ref, q, NUM)
+    blk = dist.block(prepared, slice(0, len(q)))
+    rows, refs = np.repeat(np.arange(len(q)), len(ref)), np.tile(np.arange(len(ref)), len(q))
+    np.testing.assert_array_equal(blk.exact(rows, refs).reshape(full.shape), full)
+    exact_key = blk.distance_to_key(rows, full.ravel()).reshape(full.shape)
+    assert (np.abs(blk.key - exact_key) <= blk.margin[:, None]).all()
+    b_idx, b_dist = brute_knn(full, 3)
+    idx, d = NeighborIndex("fang2024", n_jobs=1).fit(ref, NUM).kneighbors(q, k=3)
+    np.testing.assert_array_equal(d, b_dist)
+    np.testing.assert_array_equal(idx, b_idx)
 
 
 def test_block_with_a_spread_below_one() -> None:

@@ -17,6 +17,8 @@ from test_fang2024_kernel import MIXED, ONE, brute, brute_knn, far_from_mean, fi
 from tabmem import Schema
 from tabmem.neighbors import NeighborIndex
 
+pytestmark = pytest.mark.filterwarnings("error")
+
 FOUR = Schema(("x", "y", "a", "b", "c", "t"), ("x", "y"), ("a", "b", "c", "t"), "t", "binclass")
 
 
@@ -112,6 +114,33 @@ def test_pruned_rows_of_very_different_magnitudes() -> None:
     ref = pd.DataFrame({"x": [0.0, 256 * s, 512 * s, 768 * s], "c": ["a", "b", "a", "b"]})
     q = pd.DataFrame({"x": [2.0**-500, 1e308, 2.0**-499], "c": ["a", "a", "b"]})
     check_pruned_contract(ref, q, ONE)
+
+
+def test_pruned_with_a_spread_tiny_against_the_reference_scale() -> None:
+    ref = pd.DataFrame({"x": [-1.0, 1.0, -1.0], "c": ["a", "b", "b"]})
+    q = pd.DataFrame({"x": [2.0**-52, -(2.0**-52), 0.0], "c": ["a", "a", "b"]})
+    check_pruned_contract(ref, q, ONE)
+
+
+def test_pruned_on_subnormal_values() -> None:
+    rng = np.random.default_rng(22)
+    tiny = 2.0**-1074
+    ref_i = pd.DataFrame({"x": rng.integers(-300, 300, 90) * 1.0, "y": rng.integers(0, 40, 90) * 1.0})
+    q_i = ref_i.sample(25, random_state=2).reset_index(drop=True)
+    q_i["x"] += rng.integers(-3, 4, 25)
+    ref4, q4 = four_cats(ref_i, 9), None
+    q4 = four_cats(q_i, 10, ref4)
+    full = brute(ref4, q4, FOUR)
+    scaled_ref, scaled_q = ref4.copy(), q4.copy()
+    for c in ("x", "y"):
+        scaled_ref[c] *= tiny
+        scaled_q[c] *= tiny
+    dist, prepared = fitted(scaled_ref, scaled_q, FOUR)
+    pb = dist.pruned_block(prepared, slice(0, len(q4)))
+    n_q, n_ref = full.shape
+    rows, refs = np.repeat(np.arange(n_q), n_ref), np.tile(np.arange(n_ref), n_q)
+    h = (4 - pb.matches.astype(float)).ravel()
+    np.testing.assert_array_equal(pb.exact(rows, refs, h).reshape(n_q, n_ref), full)
 
 
 def test_pruned_with_a_spread_below_one() -> None:
