@@ -73,7 +73,9 @@ def fitted(ref: pd.DataFrame, queries: pd.DataFrame, schema: Schema) -> tuple[Fa
     return dist, dist.prepare(clean)
 
 
-def check_block_contract(ref: pd.DataFrame, queries: pd.DataFrame, schema: Schema, full: np.ndarray | None = None) -> None:
+def check_block_contract(
+    ref: pd.DataFrame, queries: pd.DataFrame, schema: Schema, full: np.ndarray | None = None
+) -> None:
     """``Block``'s contract against the brute force, for one block holding every query row.
 
     ``exact`` gives the reference's bits; ``key`` is within ``margin`` of the exact key of every
