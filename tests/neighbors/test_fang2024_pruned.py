@@ -89,6 +89,15 @@ def test_pruned_extremes_over_several_tiles_ordinary_values() -> None:
     check_pruned_contract(ref4, four_cats(q, 6, ref4), FOUR)
 
 
+def test_pruned_extremes_in_different_tiles() -> None:
+    """Reference sorted by value (tiles of 256 rows: 0-255, 256-511, 512-599), queries near the low end: every
+    row's nearest reference row lies in the first tile and its farthest, clearly separated, in the last."""
+    rng = np.random.default_rng(13)
+    ref = pd.DataFrame({"x": np.arange(600, dtype=float), "c": rng.choice(["a", "b"], 600)})
+    q = pd.DataFrame({"x": rng.integers(0, 100, 520).astype(float) + 0.25, "c": rng.choice(["a", "b"], 520)})
+    check_pruned_contract(ref, q, ONE)
+
+
 def test_pruned_rows_beyond_the_fast_pass() -> None:
     ref, q = wild_tables()
     dist, prepared = fitted(ref, q, ONE)
