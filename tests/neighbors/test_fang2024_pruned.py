@@ -98,6 +98,25 @@ def test_pruned_extremes_in_different_tiles() -> None:
     check_pruned_contract(ref, q, ONE)
 
 
+def test_pruned_nearest_row_on_a_tile_boundary() -> None:
+    """Every query's nearest reference row is row 256, the first row of the second tile of 256."""
+    rng = np.random.default_rng(14)
+    x = np.arange(600, dtype=float)
+    x[256] = -5.0
+    ref = pd.DataFrame({"x": x, "c": rng.choice(["a", "b"], 600)})
+    q = pd.DataFrame({"x": rng.uniform(-5.5, -4.5, 520).round(3), "c": rng.choice(["a", "b"], 520)})
+    check_pruned_contract(ref, q, ONE)
+
+
+def test_pruned_farthest_rows_a_unit_apart_at_2_to_52() -> None:
+    """The farthest reference rows are 2^52 + j (one ulp apart): the float64 pass cannot order them, the
+    nearest row (0, at distance 1) is certain; the largest e must still be found exactly."""
+    rng = np.random.default_rng(15)
+    ref = pd.DataFrame({"x": np.concatenate([[0.0], -(2.0**52) - rng.permutation(41)]), "c": ["a", "b"] * 21})
+    q = pd.DataFrame({"x": rng.integers(1, 4, 30).astype(float), "c": rng.choice(["a", "b"], 30)})
+    check_pruned_contract(ref, q, ONE)
+
+
 def test_pruned_rows_beyond_the_fast_pass() -> None:
     ref, q = wild_tables()
     dist, prepared = fitted(ref, q, ONE)
