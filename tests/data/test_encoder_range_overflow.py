@@ -1,0 +1,24 @@
+"""A column whose range exceeds the float64 range (found while testing fang2024 at 1e308, issue 15)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabmem import Schema
+from tabmem.data.encoding import TableEncoder
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="TableEncoder.fit computes range_ = max_ - min_ outside its errstate: numpy warns 'overflow encountered in subtract'",
+)
+def test_fit_on_a_range_beyond_float64_warns_nothing() -> None:
+    table = pd.DataFrame({"x": [-1e308, 1e308, 0.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        enc = TableEncoder(Schema(("x",), ("x",), ())).fit(table)
+    assert np.isinf(enc.range_[0])
