@@ -76,7 +76,12 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
     ),
     "blocked": (
         ["src/tabmem/neighbors/blocked.py", "src/tabmem/neighbors/index.py"],
-        ["tests/neighbors/test_index.py", "tests/memorization/test_replicas.py"],
+        [
+            "tests/neighbors/test_index.py",
+            "tests/memorization/test_replicas.py",
+            "tests/neighbors/test_blocked_search_contract.py",
+            "tests/neighbors/test_index_contract.py",
+        ],
         [],
     ),
     "levenshtein": (
