@@ -173,9 +173,11 @@ def test_no_missing_value_indicators_without_gaps_in_the_reference(distance: str
     assert dist.n_cat_total == 2
     prepared = index.prepare(q)
     assert prepared.codes.shape[1] == 2
-    np.testing.assert_array_equal(
-        np.asarray(dist._matches(prepared.onehot), dtype=np.int64), brute_matches(q, ref, ("c", "d"))
-    )
+    expected = brute_matches(q, ref, ("c", "d"))
+    np.testing.assert_array_equal(np.asarray(dist._matches(prepared.onehot), dtype=np.int64), expected)
+    # with the codes too: the lookup tables where the distance prunes, the GEMM otherwise (l2)
+    got = dist._matches(prepared.onehot, prepared.codes)
+    np.testing.assert_array_equal(np.asarray(got, dtype=np.int64), expected)
 
 
 def test_single_categorical_column_mismatches_count() -> None:
