@@ -69,6 +69,8 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
             "tests/neighbors/test_norms.py",
             "tests/memorization/test_replicas.py",
             "tests/memorization/test_extreme_magnitudes.py",
+            "tests/neighbors/test_gower_l2_kernels.py",
+            "tests/neighbors/test_distance_helpers.py",
         ],
         [],
     ),

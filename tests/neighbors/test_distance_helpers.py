@@ -190,3 +190,25 @@ def test_single_categorical_column_mismatches_count() -> None:
     got = dist.pair_distances(prepared, rr, jj).reshape(2, 3)
     # range 2: |x - t| / 2, plus 1 for a different category (an unseen one differs from all)
     np.testing.assert_array_equal(got, np.array([[0.5 + 0, 0 + 1, 0.5 + 0], [0.25 + 1, 0.25 + 1, 0.75 + 1]]) / 2)
+
+
+# ------------------------------------------------------------------------------- degenerate
+@pytest.mark.parametrize("distance", ["fang2024", "gower", "l2"])
+def test_empty_reference_from_an_encoder_has_no_neighbours(distance: str) -> None:
+    # a cell of a partition may hold no rows: fitting works, every query gets -1 / inf
+    enc = TableEncoder(SCHEMA).fit(REF, nan="match")
+    clean = enc.validate(REF, nan="match").iloc[:0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        index = NeighborIndex(distance, n_jobs=1).fit(None, encoder=enc, clean=clean)
+        idx, d = index.kneighbors(QUERY, k=2)
+    assert index.n_reference_ == 0
+    np.testing.assert_array_equal(idx, -1)
+    np.testing.assert_array_equal(d, np.inf)
+
+
+def test_l2_without_columns_puts_every_row_at_distance_zero() -> None:
+    index = NeighborIndex("l2", n_jobs=1).fit(pd.DataFrame(index=range(3)), Schema((), (), ()))
+    idx, d = index.kneighbors(pd.DataFrame(index=range(2)), k=2)
+    np.testing.assert_array_equal(idx, [[0, 1], [0, 1]])  # all tie at 0: the lowest indices
+    np.testing.assert_array_equal(d, 0.0)
