@@ -328,11 +328,24 @@ def test_l2_block_keys_within_margin_of_brute_force() -> None:
     check_block(index.distance_, index.prepare(q), expected, lambda d: d * d, rtol=1e-10)
 
 
-def test_l2_single_column_near_the_mean_has_a_nonnegative_margin() -> None:
-    # one numeric column, queries at the mean: small squared norms against a larger reference maximum
+def test_l2_margin_covers_queries_near_the_mean_and_far_reference_rows() -> None:
+    # the float32 key of a far reference row errs by ~ulp(|t|^2): the margin must grow with the
+    # reference's largest squared norm, not only with the query's
     schema = Schema(("x",), ("x",), ())
-    ref = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0, 40.0]})
-    q = pd.DataFrame({"x": [9.2, 9.25, 8.9]})
+    rng = np.random.default_rng(0)
+    x = np.r_[rng.normal(0, 1, 500), [301.37, 410.11, 530.7, 660.3, 770.9]]
+    ref = pd.DataFrame({"x": x})
+    q = pd.DataFrame({"x": x.mean() + rng.normal(0, 0.01, 20)})
+    index = NeighborIndex("l2", n_jobs=1).fit(ref, schema)
+    check_block(index.distance_, index.prepare(q), l2_brute(ref, q, ("x",), ()), lambda d: d * d, rtol=1e-10)
+
+
+def test_l2_margin_of_keys_near_one_with_tiny_query_norms() -> None:
+    # reference standardised to -1 and 1, queries at ~1e-3: keys ~1 err by ~ulp(1), far more
+    # than the queries' squared norms (~1e-6); the margin's constant term covers it
+    schema = Schema(("x",), ("x",), ())
+    ref = pd.DataFrame({"x": [-1.0, 1.0]})
+    q = pd.DataFrame({"x": [0.001, -0.0013, 0.0007]})
     index = NeighborIndex("l2", n_jobs=1).fit(ref, schema)
     check_block(index.distance_, index.prepare(q), l2_brute(ref, q, ("x",), ()), lambda d: d * d, rtol=1e-10)
 
@@ -368,6 +381,23 @@ def test_l2_exact_pairs_far_apart_do_not_overflow_or_warn() -> None:
         got = index.distance_.pair_distances(prepared, np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]))
     z = 1.7e308 / 1e300
     np.testing.assert_allclose(got, [z + 1, z - 1, z - 1, z + 1], rtol=1e-15)
+
+
+def test_l2_differences_beyond_float64_are_inf_without_warnings() -> None:
+    # with another table's statistics (mean 0, std 1) standardised values reach +-1.5e308: their
+    # difference exceeds float64, the distance is inf (the true value is beyond the range)
+    schema = Schema(("x",), ("x",), ())
+    enc = TableEncoder(schema).fit(pd.DataFrame({"x": [-1.0, 1.0]}), nan="match")
+    ref = pd.DataFrame({"x": [1e308, -1e308, 0.0]})
+    clean = enc.validate(ref, nan="match")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        index = NeighborIndex("l2", n_jobs=1).fit(None, encoder=enc, clean=clean)
+        prepared = index.prepare(pd.DataFrame({"x": [-1.5e308]}))
+        got = index.distance_.pair_distances(prepared, np.zeros(3, dtype=int), np.arange(3))
+        idx, d = index.kneighbors(pd.DataFrame({"x": [-1.5e308]}), k=1)
+    np.testing.assert_allclose(got, [np.inf, 5e307, 1.5e308], rtol=1e-15)
+    assert idx[0, 0] == 1 and d[0, 0] == pytest.approx(5e307, rel=1e-15)
 
 
 # ------------------------------------------------------------------------------ base class
