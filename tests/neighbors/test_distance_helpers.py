@@ -141,6 +141,7 @@ def _cat_tables(n_cols: int, n_cats: int, n_ref: int, n_q: int, seed: int):
         (1, 3),  # one column
         (6, 4),  # two lookup groups (5 slots each: 4 columns, then 2)
         (9, 4),  # three lookup groups
+        (32, 3),  # 32 columns of 4 slots: the product of all slots is 2**64, 0 in int64
         (60, 2),  # many columns: the product of all slots overflows int64
         (256, 2),  # more than 255 columns: counts beyond uint8, the one-hot GEMM counts them
     ],
