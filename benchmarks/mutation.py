@@ -71,6 +71,8 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
             "tests/memorization/test_extreme_magnitudes.py",
             "tests/neighbors/test_fang2024_kernel.py",
             "tests/neighbors/test_fang2024_pruned.py",
+            "tests/neighbors/test_gower_l2_kernels.py",
+            "tests/neighbors/test_distance_helpers.py",
         ],
         [],
     ),
