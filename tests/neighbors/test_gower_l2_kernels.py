@@ -23,6 +23,7 @@ from sklearn.metrics import pairwise_distances
 
 from tabmem import Schema
 from tabmem.data.encoding import TableEncoder
+from tabmem.errors import SchemaError
 from tabmem.neighbors import NeighborIndex
 
 NUM = ("x", "y", "z", "w", "k")
@@ -297,12 +298,6 @@ def test_gower_missing_values_in_reference_without_indicators() -> None:
     np.testing.assert_array_equal(idx, [[0, 1, 2], [1, 2, 0]])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: GowerDistance.block clips |a - b| at 1 only when the query block leaves [0, 1]; a reference "
-    "scaled with another table's encoder can lie outside [0, 1], its key exceeds the margin and the dense "
-    "search misses the true neighbour",
-)
 def test_gower_reference_outside_the_encoder_range_finds_the_true_neighbour() -> None:
     schema = Schema(("x", "y"), ("x", "y"), ())
     enc = TableEncoder(schema).fit(pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0]}), nan="match")
@@ -314,38 +309,32 @@ def test_gower_reference_outside_the_encoder_range_finds_the_true_neighbour() ->
     assert idx[0, 0] == 0 and d[0, 0] == pytest.approx(0.5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: with another table's encoder whose range (gower) or std (l2) is tiny, a value far outside it "
-    "scales to inf on both sides; inf - inf gives a NaN distance for identical values and the search skips "
-    "the exact copy",
-)
 @pytest.mark.parametrize("distance", ["gower", "l2"])
-def test_identical_values_beyond_the_scaled_range_are_at_distance_zero(distance: str) -> None:
+def test_reference_beyond_the_scaled_range_is_refused_with_one_line(distance: str) -> None:
+    # an encoder fitted on another table whose range (gower) or std (l2) is tiny scales 1e300 to inf;
+    # two such values would compare as inf - inf = NaN and hide an exact copy: fit names the column
     schema = Schema(("x",), ("x",), ())
     enc = TableEncoder(schema).fit(pd.DataFrame({"x": [0.0, 1e-300]}), nan="match")
     clean = enc.validate(pd.DataFrame({"x": [1e300, 0.0]}), nan="match")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        index = NeighborIndex(distance, n_jobs=1).fit(None, encoder=enc, clean=clean)
-        idx, d = index.kneighbors(pd.DataFrame({"x": [1e300]}), k=1)
-    assert idx[0, 0] == 0 and d[0, 0] == 0.0
+        with pytest.raises(SchemaError, match=r"^reference table: column 'x': values lie beyond the float64 range"):
+            NeighborIndex(distance, n_jobs=1).fit(None, encoder=enc, clean=clean)
 
 
 @pytest.mark.parametrize("distance", ["gower", "l2"])
 def test_exact_pairs_beyond_the_scaled_range_warn_nothing(distance: str) -> None:
-    # the same overflow as above: whatever the value, the exact pass prints no RuntimeWarning
+    # queries that the encoder's scale sends past float64: the exact pass prints no RuntimeWarning
     schema = Schema(("x",), ("x",), ())
     enc = TableEncoder(schema).fit(pd.DataFrame({"x": [0.0, 1e-300]}), nan="match")
-    clean = enc.validate(pd.DataFrame({"x": [1e300, 0.0, -1e300]}), nan="match")
+    clean = enc.validate(pd.DataFrame({"x": [1e-300, 0.0]}), nan="match")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         index = NeighborIndex(distance, n_jobs=1).fit(None, encoder=enc, clean=clean)
         prepared = index.prepare(pd.DataFrame({"x": [1e300, -1e300]}))
-        got = index.distance_.pair_distances(prepared, np.array([0, 0, 1, 1]), np.array([1, 2, 1, 2]))
-    # +-inf against 0 or against -+inf: clipped at 1 (gower), inf (l2); the last pair (-inf
-    # against -inf, identical raw values) is the NaN of the xfail test above
-    np.testing.assert_array_equal(got[:3], 1.0 if distance == "gower" else np.inf)
+        got = index.distance_.pair_distances(prepared, np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]))
+    # +-inf against values inside the range: clipped at 1 (gower), inf (l2)
+    np.testing.assert_array_equal(got, 1.0 if distance == "gower" else np.inf)
 
 
 # ------------------------------------------------------------------------------------------ l2
