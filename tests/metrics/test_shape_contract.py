@@ -79,9 +79,7 @@ def test_tv_complement_ignores_missing_and_regularises_synthetic_only_categories
     assert tv_complement(["a"], ["a"]) == 1.0  # one value per side is enough
 
 
-@pytest.mark.parametrize(
-    "real, syn", [(["<NA>"], ["a"]), (["a"], ["<NA>", "<NA>"]), ([], ["a"]), (["a"], [])], ids=str
-)
+@pytest.mark.parametrize("real, syn", [(["<NA>"], ["a"]), (["a"], ["<NA>", "<NA>"]), ([], ["a"]), (["a"], [])], ids=str)
 def test_tv_complement_is_nan_without_categories_on_a_side(real, syn):
     assert np.isnan(tv_complement(np.array(real, dtype=object), np.array(syn, dtype=object)))
 
