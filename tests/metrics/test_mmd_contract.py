@@ -112,6 +112,9 @@ def test_estimators_at_their_minimal_sizes_and_their_messages():
     y = np.array([[0.5], [2.0], [3.0]])
     assert mmd2_unbiased(x, y, 0.5) == pytest.approx(_unbiased(x, y, 0.5), abs=1e-15)
     assert mmd2_linear(x, y, 0.5) == pytest.approx(_linear(x, y, 0.5), abs=1e-15)  # one pair, y's third row unused
+    assert mmd2_unbiased(x, y[:2], 0.5) == pytest.approx(_unbiased(x, y[:2], 0.5), abs=1e-15)
+    x4, y7 = np.arange(4.0)[:, None] / 3, np.arange(7.0)[:, None] / 5
+    assert mmd2_linear(x4, y7, 0.3) == pytest.approx(_linear(x4, y7, 0.3), abs=1e-15)
     x5, y4 = np.arange(5.0)[:, None] / 3, np.arange(4.0)[:, None] / 5
     assert mmd2_linear(x5, y4, 0.3) == pytest.approx(_linear(x5, y4, 0.3), abs=1e-15)
     assert mmd2_linear(y4, x5, 0.3) == pytest.approx(_linear(y4, x5, 0.3), abs=1e-15)
@@ -200,6 +203,20 @@ def test_mmd_options_are_checked_with_one_clear_message(params, message):
     real = _table(10, 9)
     with pytest.raises(TabmemError, match=message):
         MMD(**params).evaluate(real, real, SCHEMA)
+
+
+def test_median_bandwidth_draws_nothing_without_more_rows_than_n_max():
+    rng = np.random.default_rng(3)
+    x, y = np.arange(6.0).reshape(3, 2), np.ones((2, 2))
+    median_bandwidth(x, y, rng, n_max=5)
+    assert rng.random() == np.random.default_rng(3).random()
+
+
+def test_the_default_seed_is_zero():
+    real, syn = _table(30, 12), _table(30, 13, shift=0.4)
+    default = MMD(estimator="linear").evaluate(real, syn, SCHEMA).value  # the linear estimator always permutes
+    assert default == MMD(estimator="linear", random_state=0).evaluate(real, syn, SCHEMA).value
+    assert default != MMD(estimator="linear", random_state=1).evaluate(real, syn, SCHEMA).value
 
 
 def test_a_small_positive_gamma_is_accepted():
