@@ -291,9 +291,56 @@ def _print(label: str, s: dict) -> None:
     )
 
 
+def parse_variant(text: str) -> tuple[str, dict]:
+    """``PRESET[:k=v,...]`` as the preset and its parameters (values read as JSON when they parse)."""
+    name, _, rest = text.partition(":")
+    params = {}
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return name, params
+
+
+def reference_parser(doc: str) -> argparse.ArgumentParser:
+    """The parser of a script that compares with the reference package (this one, ctgan_tvae_reference.py);
+    its own options follow ``--worker``, and :func:`reference_args` adds the shared ones last."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--worker", help=argparse.SUPPRESS)  # the reference side, run under --ref-python
+    return ap
+
+
+def reference_args(ap: argparse.ArgumentParser, worker, out_help: str | None = None) -> argparse.Namespace | None:
+    """Add ``--ref-python``, ``--data-dir`` and ``--out``, parse; in a worker process run ``worker(spec)``
+    and return None."""
+    ap.add_argument("--ref-python", default=DEFAULT_REF_PYTHON)
+    ap.add_argument("--data-dir", default=os.environ.get("TABMEM_DATA_DIR", "/work/shared/datasets"))
+    ap.add_argument("--out", help=out_help)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.worker)
+        return None
+    if not args.out:
+        ap.error("--out is required")
+    return args
+
+
+def adult_and_out(args: argparse.Namespace):
+    """Adult (train/test, from ``--data-dir``) and the created ``--out`` folder; numpy warnings off."""
+    import numpy as np
+
+    from tabmem.data.datasets import load_dataset
+
+    np.seterr(all="ignore")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    return load_dataset("adult", data_dir=args.data_dir), out
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap = reference_parser(__doc__)
     ap.add_argument("--side", nargs="*", default=[], choices=["reference", "tabmem"])
     ap.add_argument("--tabmem", default="paper", help="tabmem variant PRESET[:k=v,...] (default: paper)")
     ap.add_argument("--epochs", type=int, default=30)
@@ -303,23 +350,10 @@ def main() -> None:
     ap.add_argument("--model-file", help="a saved tabmem CTGAN to measure (no training)")
     ap.add_argument("--save-reference", help="save the package's fitted model to this file")
     ap.add_argument("--encoding", action="store_true", help="compare the normalisers' encodings (no training)")
-    ap.add_argument("--ref-python", default=DEFAULT_REF_PYTHON)
-    ap.add_argument("--data-dir", default=os.environ.get("TABMEM_DATA_DIR", "/work/shared/datasets"))
-    ap.add_argument("--out", required=False)
-    args = ap.parse_args()
-    if args.worker:
-        _worker(args.worker)
+    args = reference_args(ap, _worker)
+    if args is None:
         return
-    if not args.out:
-        ap.error("--out is required")
-    import numpy as np
-
-    from tabmem.data.datasets import load_dataset
-
-    np.seterr(all="ignore")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    ds = load_dataset("adult", data_dir=args.data_dir)
+    ds, out = adult_and_out(args)
     train, schema = ds.train, ds.schema
     train_csv = out / "train.csv"
     if not train_csv.exists():
@@ -363,14 +397,7 @@ def main() -> None:
             from tabmem.generators import get_generator
 
             torch.set_num_threads(1)
-            preset, _, rest = args.tabmem.partition(":")
-            params = {}
-            for item in filter(None, rest.split(",")):
-                k, _, v = item.partition("=")
-                try:
-                    params[k] = json.loads(v)
-                except json.JSONDecodeError:
-                    params[k] = v
+            preset, params = parse_variant(args.tabmem)
             gen = get_generator(
                 "ctgan",
                 preset=None if preset == "default" else preset,

@@ -43,15 +43,12 @@ the label share and condition fidelity of ``--track-rows`` generated rows every 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-
-DEFAULT_REF_PYTHON = os.environ.get("TABMEM_CTGAN_REF_PYTHON", "/work/venvs/ctgan-ref/bin/python")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -148,15 +145,9 @@ def _worker(spec_path: str) -> None:
 # Driver: runs in tabmem's environment
 # ---------------------------------------------------------------------------------------------------------
 def _parse_variant(text: str) -> tuple[str, dict]:
-    name, _, rest = text.partition(":")
-    params = {}
-    for item in filter(None, rest.split(",")):
-        key, _, value = item.partition("=")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
-    return name, params
+    from ctgan_condition_fidelity import parse_variant
+
+    return parse_variant(text)
 
 
 def _label(impl: str, variant: str, epochs: int, seed: int) -> str:
@@ -332,8 +323,9 @@ def _table(results: list[dict], target_class: str) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    from ctgan_condition_fidelity import adult_and_out, reference_args, reference_parser
+
+    ap = reference_parser(__doc__)
     ap.add_argument("--model", choices=["ctgan", "tvae"], default="ctgan")
     ap.add_argument("--epochs", type=int, default=300)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -346,25 +338,12 @@ def main() -> None:
         help="CTGAN: every k epochs, the label share and condition fidelity (ctgan_condition_fidelity.py)",
     )
     ap.add_argument("--track-rows", type=int, default=10_000, help="rows generated per tracked epoch")
-    ap.add_argument("--ref-python", default=DEFAULT_REF_PYTHON)
-    ap.add_argument("--data-dir", default=os.environ.get("TABMEM_DATA_DIR", "/work/shared/datasets"))
-    ap.add_argument("--out", help="folder for the cached runs (JSON, samples); required")
-    args = ap.parse_args()
-    if args.worker:
-        _worker(args.worker)
+    args = reference_args(ap, _worker, "folder for the cached runs (JSON, samples); required")
+    if args is None:
         return
-    if not args.out:
-        ap.error("--out is required")
-
-    import numpy as np
-
-    from tabmem.data.datasets import load_dataset
     from tabmem.memorization.replicas import ReplicaDetector
 
-    np.seterr(all="ignore")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    ds = load_dataset("adult", data_dir=args.data_dir)
+    ds, out = adult_and_out(args)
     detector = ReplicaDetector("fang2024", n_jobs=1).fit(ds.train, ds.schema)
     hold = detector.score(ds.test, unseen="mismatch", name="holdout")
 

@@ -10,7 +10,7 @@ al. 2023). Shadow-model attacks (``needs_shadows``; ``fit(..., shadows=ShadowSet
 FPR and empirical ε lower bounds.
 """
 
-from tabmem.attacks.base import ATTACKS, Attack, get_attack, register_attack
+from tabmem.attacks.base import ATTACKS, Attack, check_attack_names, get_attack, register_attack
 from tabmem.attacks.evaluation import MembershipResult, evaluate_membership, top_k_worst_case, worst_case_records
 from tabmem.attacks.shadows import ShadowSet
 
@@ -25,6 +25,7 @@ from tabmem.attacks import groundhog  # noqa: E402,F401  isort: skip
 __all__ = [
     "ATTACKS",
     "Attack",
+    "check_attack_names",
     "MembershipResult",
     "ShadowSet",
     "evaluate_membership",

@@ -24,11 +24,13 @@ validated table is not validated again.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable
 from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
+from tabmem._params import Params
 from tabmem._registry import Registry
 from tabmem.attacks.shadows import ShadowSet
 from tabmem.data.schema import Schema, ValidatedTable
@@ -37,7 +39,7 @@ from tabmem.errors import ParameterError, TabmemError
 Table = pd.DataFrame | ValidatedTable
 
 
-class Attack:
+class Attack(Params):
     """Base class of membership-inference attacks (see module docstring)."""
 
     name: ClassVar[str] = "base"
@@ -100,10 +102,6 @@ class Attack:
     def _score(self, targets: Table) -> np.ndarray:
         raise NotImplementedError
 
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.endswith("_") and not k.startswith("_"))
-        return f"{type(self).__name__}({params})"
-
 
 #: name -> attack class; filled by :func:`register_attack`.
 ATTACKS: Registry[type[Attack]] = Registry(
@@ -124,3 +122,14 @@ register_attack = ATTACKS.register
 def get_attack(name: str, **kwargs: object) -> Attack:
     """A new, unfitted attack by registry name; unknown names list the known ones."""
     return ATTACKS.create(name, **kwargs)
+
+
+def check_attack_names(names: Iterable[str], option: str = "attacks") -> list[str]:
+    """The requested attack names as a list; none, or an unknown one, fails naming ``option``."""
+    names = list(names)
+    if not names:
+        raise ParameterError(f"{option}: give at least one attack name")
+    unknown = [a for a in names if a not in ATTACKS]
+    if unknown:
+        raise ParameterError(f"{option}: unknown attack(s) {unknown}; available: {', '.join(ATTACKS.names())}")
+    return names

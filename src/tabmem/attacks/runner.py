@@ -20,7 +20,7 @@ from sklearn.metrics import roc_curve
 
 from tabmem._io import write_frame, write_json
 from tabmem.attacks.auditing import membership_audit
-from tabmem.attacks.base import ATTACKS, get_attack
+from tabmem.attacks.base import ATTACKS, check_attack_names, get_attack
 from tabmem.attacks.evaluation import (
     MembershipResult,
     degenerate_warnings,
@@ -132,11 +132,7 @@ def run_attacks(
     :data:`~tabmem.attacks.evaluation.MIN_TARGETS` members or non-members add a warning.
     ``delta`` and ``confidence`` are those of the ε lower bound and the exact intervals.
     """
-    unknown = [a for a in attacks if a not in ATTACKS]
-    if unknown:
-        raise TabmemError(f"unknown attack(s) {unknown}; available: {', '.join(sorted(ATTACKS))}")
-    if not attacks:
-        raise TabmemError("no attacks requested")
+    attacks = check_attack_names(attacks)
     if nan not in ("error", "match"):
         raise TabmemError(f"nan must be 'error' or 'match', got {nan!r}")
     tables = {"members": members, "non-members": non_members, "synthetic": synthetic}

@@ -1,5 +1,9 @@
 """Options shared by the commands, with one rule each.
 
+* **Declarations**: an option that two commands have is declared once here (:func:`count_option`,
+  :func:`choice_option`, :func:`file_option`, :func:`out_dir_option`, :func:`model_option`, ...);
+  a command passes only what the option means to it (its help, sometimes its default), so flag,
+  destination, type, range and default display cannot drift apart between commands.
 * **Reading a table**: ``--encoding`` on every command that reads a file; column kinds from
   ``--categorical``/``--numerical`` (comma-separated or repeated: ``--categorical a,b`` equals
   ``--categorical a --categorical b``) and ``--target``; the same flags refine a registered
@@ -31,24 +35,46 @@ from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 
 __all__ = [
-    "NJOBS",
-    "FiniteRange",
+    "choice_option",
+    "column_names",
+    "columns_option",
+    "count_option",
+    "data_dir_option",
+    "default_threads",
+    "dir_option",
+    "distance_option",
     "echo_schema",
     "echo_threads",
     "echo_warning",
-    "LoadedTable",
-    "column_names",
+    "encoding_option",
+    "epochs_option",
+    "executor_option",
+    "file_option",
+    "FiniteRange",
+    "generator_params",
+    "infer_schema",
     "load_training_table",
+    "LoadedTable",
+    "MEMORY_GB",
+    "mle_grid_option",
+    "model_option",
+    "n_jobs_option",
+    "NJOBS",
+    "out_dir_option",
+    "out_file_option",
+    "params_option",
+    "parse_params",
     "prepare_out_dir",
     "prepare_out_file",
+    "preset_option",
+    "ratio_option",
     "read_user_table",
     "schema_options",
     "seed_option",
+    "set_torch_threads",
     "threads_option",
     "torch_options",
     "training_table_options",
-    "MEMORY_GB",
-    "parse_params",
 ]
 
 
@@ -75,6 +101,18 @@ def parse_params(items: tuple[str, ...] | list[str], option: str = "--param") ->
         if isinstance(value, list):
             value = tuple(value)
         out[key.strip()] = value
+    return out
+
+
+def generator_params(
+    params: tuple[str, ...] | list[str], *, epochs: int | None = None, device: str | None = None
+) -> dict[str, Any]:
+    """A generator's parameters: the ``--param`` items, then ``--epochs`` and ``--device`` when given."""
+    out = parse_params(params)
+    if epochs is not None:
+        out["epochs"] = epochs
+    if device is not None:
+        out["device"] = device
     return out
 
 
@@ -113,18 +151,139 @@ class FiniteRange(click.FloatRange):
 MEMORY_GB = FiniteRange(min=1 / 64, max=1024)
 
 
+# Option declarations, one each: a command names the options it has and says what they mean to it
+# (the help); the flag, destination, type, range and default live here. A default is shown in
+# --help whenever there is one.
+
+
+def _show(default: Any) -> bool | None:
+    return None if default is None else True
+
+
+def count_option(
+    flag: str, help: str, *, default: int | None = None, min: int = 1, dest: str | None = None, **kwargs: Any
+) -> Callable[[Callable], Callable]:
+    """A whole-number option of at least ``min`` (``click.IntRange``); a required one has no default."""
+    decls = (flag, dest) if dest else (flag,)
+    if not kwargs.get("required"):
+        kwargs["default"] = default
+    return click.option(*decls, type=click.IntRange(min=min), show_default=_show(default), help=help, **kwargs)
+
+
+def choice_option(
+    flag: str, choices: Any, help: str, *, default: str | None = None, dest: str | None = None
+) -> Callable[[Callable], Callable]:
+    """An option taking one of ``choices``."""
+    decls = (flag, dest) if dest else (flag,)
+    return click.option(
+        *decls, type=click.Choice(list(choices)), default=default, show_default=_show(default), help=help
+    )
+
+
 def seed_option(help: str) -> Callable[[Callable], Callable]:
     """``--seed`` (a non-negative integer, default 0): same seed, same output."""
-    return click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help=help)
+    return count_option("--seed", help, default=0, min=0)
 
 
 def threads_option(what: str) -> Callable[[Callable], Callable]:
     """``--threads N`` (default: the CPUs this process may use, shared among side-by-side workers)."""
+    return count_option("--threads", f"{what} (default: the CPUs this process may use).")
+
+
+def n_jobs_option(help: str, default: int | None = None) -> Callable[[Callable], Callable]:
+    """``--n-jobs``: workers, or -1 for every CPU (:data:`NJOBS`)."""
+    return click.option("--n-jobs", type=NJOBS, default=default, show_default=_show(default), help=help)
+
+
+def distance_option(help: str = "Replica distance.", default: str = "fang2024") -> Callable[[Callable], Callable]:
+    """``--distance``: a registered distance."""
+    from tabmem.neighbors.distances import DISTANCES
+
+    return choice_option("--distance", DISTANCES.names(), help, default=default)
+
+
+def executor_option(help: str) -> Callable[[Callable], Callable]:
+    """``--executor local|ray``."""
+    return choice_option("--executor", ["local", "ray"], help, default="local")
+
+
+def mle_grid_option(help: str = "XGBoost grid of MLE.") -> Callable[[Callable], Callable]:
+    """``--mle-grid``: the hyper-parameter grid of the MLE metric."""
+    return choice_option("--mle-grid", ["tabsyn", "tiny"], help, default="tabsyn")
+
+
+def model_option(help: str, default: str | None = "tabddpm") -> Callable[[Callable], Callable]:
+    """``--model NAME``: a registered generator."""
+    return click.option("--model", default=default, show_default=_show(default), help=help)
+
+
+def preset_option(help: str) -> Callable[[Callable], Callable]:
+    """``--preset NAME`` of a generator (default small)."""
+    return click.option("--preset", default="small", show_default=True, help=help)
+
+
+def params_option(help: str, flag: str = "--param", dest: str = "params") -> Callable[[Callable], Callable]:
+    """``--param KEY=VALUE``, repeatable (read by :func:`parse_params`)."""
+    return click.option(flag, dest, multiple=True, metavar="KEY=VALUE", help=help)
+
+
+def epochs_option(help: str) -> Callable[[Callable], Callable]:
+    """``--epochs N`` (default: the preset's)."""
+    return count_option("--epochs", help)
+
+
+def out_dir_option(help: str = "Output directory.", path_type: type | None = Path) -> Callable[[Callable], Callable]:
+    """``--out DIR`` (required), created by :func:`prepare_out_dir`."""
     return click.option(
-        "--threads",
-        type=click.IntRange(min=1),
-        default=None,
-        help=f"{what} (default: the CPUs this process may use).",
+        "--out", "out_dir", type=click.Path(file_okay=False, path_type=path_type), required=True, help=help
+    )
+
+
+def out_file_option(help: str, path_type: type | None = Path) -> Callable[[Callable], Callable]:
+    """``--out FILE`` (required), checked by :func:`prepare_out_file`."""
+    return click.option(
+        "--out", "out_path", type=click.Path(dir_okay=False, path_type=path_type), required=True, help=help
+    )
+
+
+def file_option(flag: str, dest: str | None, help: str, **kwargs: Any) -> Callable[[Callable], Callable]:
+    """An input file (a table, usually; read by :func:`read_user_table`); ``path_type`` as in ``click.Path``."""
+    path_type = kwargs.pop("path_type", None)
+    decls = (flag, dest) if dest else (flag,)
+    return click.option(*decls, type=click.Path(dir_okay=False, path_type=path_type), help=help, **kwargs)
+
+
+def dir_option(flag: str, dest: str | None, help: str, **kwargs: Any) -> Callable[[Callable], Callable]:
+    """An input directory (a run, a study); ``exists`` and ``path_type`` as in ``click.Path``."""
+    path_type = kwargs.pop("path_type", None)
+    exists = kwargs.pop("exists", False)
+    decls = (flag, dest) if dest else (flag,)
+    return click.option(
+        *decls, type=click.Path(file_okay=False, exists=exists, path_type=path_type), help=help, **kwargs
+    )
+
+
+def ratio_option(flag: str, help: str) -> Callable[[Callable], Callable]:
+    """New rows of an augmenter as a fraction (> 0, default 0.3) of the table it augments."""
+    return click.option(flag, type=click.FloatRange(min=0, min_open=True), default=0.3, show_default=True, help=help)
+
+
+def data_dir_option(help: str, path_type: type | None = None) -> Callable[[Callable], Callable]:
+    """``--data-dir DIR`` of the registered datasets."""
+    return click.option("--data-dir", type=click.Path(file_okay=False, path_type=path_type), default=None, help=help)
+
+
+def encoding_option(
+    help: str = "Text encoding of CSV inputs (e.g. latin-1, cp1252).",
+) -> Callable[[Callable], Callable]:
+    """``--encoding`` of CSV inputs (default utf-8)."""
+    return click.option("--encoding", default="utf-8", show_default=True, help=help)
+
+
+def columns_option(kind: str, help: str = "") -> Callable[[Callable], Callable]:
+    """``--categorical`` or ``--numerical``: column names, comma-separated or repeated (:func:`column_names`)."""
+    return click.option(
+        f"--{kind}", multiple=True, help=help or f"Columns to treat as {kind} (comma-separated or repeated)."
     )
 
 
@@ -143,47 +302,29 @@ def torch_options(f: Callable) -> Callable:
     return f
 
 
-def _encoding_option(f: Callable) -> Callable:
-    return click.option(
-        "--encoding",
-        default="utf-8",
-        show_default=True,
-        help="Text encoding of CSV inputs (e.g. latin-1, cp1252).",
-    )(f)
-
-
 def schema_options(f: Callable) -> Callable:
     """``--categorical``, ``--numerical``, ``--target`` and ``--encoding``."""
-    f = _encoding_option(f)
+    f = encoding_option()(f)
     f = click.option("--target", default=None, help="Target column (classification or regression label).")(f)
-    f = click.option(
-        "--numerical",
-        multiple=True,
-        help="Columns to treat as numerical (comma-separated or repeated).",
-    )(f)
-    f = click.option(
-        "--categorical",
-        multiple=True,
-        help="Columns to treat as categorical (comma-separated or repeated).",
-    )(f)
+    f = columns_option("numerical")(f)
+    f = columns_option("categorical")(f)
     return f
 
 
 def training_table_options(f: Callable) -> Callable:
-    """``--train FILE | --dataset NAME``, ``--data-dir`` and :func:`schema_options`."""
+    """``--train FILE | --dataset NAME``, ``--data-dir`` and :func:`schema_options`.
+
+    The command takes these seven as ``**table`` and reads the table with
+    ``load_training_table(**table)``.
+    """
     f = schema_options(f)
-    f = click.option(
-        "--data-dir",
-        type=click.Path(file_okay=False),
-        default=None,
-        help="Dataset directory (default $TABMEM_DATA_DIR, then the cache).",
-    )(f)
+    f = data_dir_option("Dataset directory (default $TABMEM_DATA_DIR, then the cache).")(f)
     f = click.option(
         "--dataset",
         default=None,
         help="A registered dataset (`tabmem datasets`): its train split; its test split is the default holdout.",
     )(f)
-    f = click.option("--train", "train", type=click.Path(dir_okay=False), help="Training table (CSV or Parquet).")(f)
+    f = file_option("--train", "train", "Training table (CSV or Parquet).")(f)
     return f
 
 
@@ -238,6 +379,23 @@ def read_user_table(path: str | os.PathLike, *, encoding: str = "utf-8", option:
         raise TabmemError(f"{option or 'input'}: {str(path)!r} cannot be read (permission denied)") from None
 
 
+def infer_schema(
+    table: pd.DataFrame,
+    categorical: tuple[str, ...] | list[str] | str | None,
+    numerical: tuple[str, ...] | list[str] | str | None,
+    target: str | None = None,
+    name: str | None = None,
+) -> Schema:
+    """The column kinds of a table read from a file, with the ``--categorical``/``--numerical``/``--target`` flags."""
+    return Schema.infer(
+        table,
+        categorical=column_names(categorical),
+        numerical=column_names(numerical),
+        target=target or None,
+        name=name,
+    )
+
+
 def load_training_table(
     *,
     train: str | None,
@@ -262,17 +420,8 @@ def load_training_table(
         return LoadedTable(ds.train, schema, ds.test, {"dataset": dataset})
     assert train is not None
     table = read_user_table(train, encoding=encoding, option="--train")
-    schema = Schema.infer(table, categorical=cat, numerical=num, target=target or None, name=Path(train).stem)
+    schema = infer_schema(table, cat, num, target, name=Path(train).stem)
     return LoadedTable(table, schema, None, {"train": str(train)}, inferred=True)
-
-
-TABLE_OPTIONS = ("train", "dataset", "data_dir", "categorical", "numerical", "target", "encoding")
-
-
-def load_command_table() -> LoadedTable:
-    """:func:`load_training_table` with the running command's :func:`training_table_options` values."""
-    params = click.get_current_context().params
-    return load_training_table(**{name: params[name] for name in TABLE_OPTIONS})
 
 
 def prepare_out_dir(path: str | os.PathLike, option: str = "--out") -> Path:
@@ -299,6 +448,16 @@ def prepare_out_file(path: str | os.PathLike, option: str = "--out", suffixes: t
         raise TabmemError(f"{option}: {str(out)!r} is a directory, not a file")
     prepare_out_dir(out.parent if str(out.parent) else ".", option)
     return out
+
+
+def set_torch_threads(threads: int | None) -> int:
+    """Give torch ``--threads`` CPU threads (default: every CPU available) and say so in one line."""
+    import torch
+
+    n = threads or default_threads()
+    torch.set_num_threads(n)
+    echo_threads(1, n, "(torch)")
+    return n
 
 
 def default_threads() -> int:

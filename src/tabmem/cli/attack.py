@@ -14,108 +14,80 @@ from __future__ import annotations
 import click
 
 from tabmem.cli._options import (
-    NJOBS,
+    choice_option,
     column_names,
+    count_option,
+    dir_option,
+    distance_option,
     echo_schema,
     echo_threads,
     echo_warning,
+    epochs_option,
+    executor_option,
+    file_option,
+    generator_params,
+    infer_schema,
+    model_option,
+    n_jobs_option,
+    out_dir_option,
+    params_option,
     prepare_out_dir,
+    preset_option,
     read_user_table,
     schema_options,
     seed_option,
     threads_option,
 )
 from tabmem.errors import TabmemError
-from tabmem.neighbors.distances import DISTANCES
 
 
 @click.command("attack")
-@click.option(
-    "--members", "members_path", required=True, type=click.Path(dir_okay=False), help="Training rows (CSV/Parquet)."
-)
-@click.option(
-    "--non-members", "non_members_path", required=True, type=click.Path(dir_okay=False), help="Held-out rows."
-)
-@click.option("--synthetic", "synthetic_path", required=True, type=click.Path(dir_okay=False), help="Synthetic table.")
-@click.option("--reference", "reference_path", type=click.Path(dir_okay=False), help="Real non-member rows for DOMIAS.")
+@file_option("--members", "members_path", "Training rows (CSV/Parquet).", required=True)
+@file_option("--non-members", "non_members_path", "Held-out rows.", required=True)
+@file_option("--synthetic", "synthetic_path", "Synthetic table.", required=True)
+@file_option("--reference", "reference_path", "Real non-member rows for DOMIAS.")
 @click.option("--attacks", default="levatt,dcr,mc,density,domias", show_default=True, help="Comma-separated attacks.")
 @click.option(
     "--serializer", default="canonical", show_default=True, help="Row format of LevAtt (canonical, paper_sft, ...)."
 )
-@click.option(
-    "--distance", type=click.Choice(DISTANCES.names()), default="l2", show_default=True, help="Distance of DCR and MC."
-)
+@distance_option("Distance of DCR and MC.", default="l2")
 @schema_options
-@click.option(
-    "--nan", type=click.Choice(["error", "match"]), default="error", show_default=True, help="Missing values."
-)
+@choice_option("--nan", ["error", "match"], "Missing values.", default="error")
 @click.option("--ignore-extra", is_flag=True, help="Drop columns that are not in the members table.")
-@click.option(
-    "--n-bootstrap",
-    default=200,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help="Bootstrap resamples of the AUC CI (0: no CI).",
-)
+@count_option("--n-bootstrap", "Bootstrap resamples of the AUC CI (0: no CI).", default=200, min=0)
 @seed_option("Seed of the bootstrap, the shadows and the ε bound's split.")
-@click.option(
-    "--n-jobs",
-    default=None,
-    type=NJOBS,
-    help="Workers of the neighbour searches (default: the CPUs available; -1: all).",
-)
-@click.option(
+@n_jobs_option("Workers of the neighbour searches (default: the CPUs available; -1: all).")
+@file_option(
     "--population",
     "population_path",
-    type=click.Path(dir_okay=False),
-    help="Real rows from the same population, none of them a target: shadow training data (and DOMIAS' default reference).",
+    "Real rows from the same population, none of them a target: shadow training data (and DOMIAS' default reference).",
 )
-@click.option(
-    "--model", default=None, help="Generator of the shadows (as the released one: tabddpm, ctgan, tvae, llm)."
-)
-@click.option("--preset", default="small", show_default=True, help="Preset of the shadow generator.")
-@click.option(
-    "--epochs", type=click.IntRange(min=1), default=None, help="Epochs of the shadows (default: the preset's)."
-)
-@click.option(
-    "--param", "params", multiple=True, help="Shadow generator parameter KEY=VALUE (JSON values), repeatable."
-)
-@click.option("--n-shadows", default=16, show_default=True, type=click.IntRange(min=1), help="Shadow generators.")
-@click.option(
+@model_option("Generator of the shadows (as the released one: tabddpm, ctgan, tvae, llm).", default=None)
+@preset_option("Preset of the shadow generator.")
+@epochs_option("Epochs of the shadows (default: the preset's).")
+@params_option("Shadow generator parameter (JSON values), repeatable.")
+@count_option("--n-shadows", "Shadow generators.", default=16)
+@choice_option(
     "--shadow-design",
-    type=click.Choice(["online", "offline"]),
-    default=None,
-    help="online: every target in half of the shadows; offline: shadows on population rows only (default: online "
+    ["online", "offline"],
+    "online: every target in half of the shadows; offline: shadows on population rows only (default: online "
     "unless every shadow attack asked works offline).",
 )
-@click.option(
-    "--shadow-train-size",
-    type=click.IntRange(min=2),
-    default=None,
-    help="Training rows per shadow (default: as many as the members).",
-)
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="Where the shadows train: local worker processes, or Ray (a local instance starts if none runs).",
-)
-@click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1), help="Shadows trained at once.")
+@count_option("--shadow-train-size", "Training rows per shadow (default: as many as the members).", min=2)
+@executor_option("Where the shadows train: local worker processes, or Ray (a local instance starts if none runs).")
+@count_option("--jobs", "Shadows trained at once.", default=1)
 @threads_option("BLAS threads of the density estimates; torch threads per shadow (shared among --jobs)")
-@click.option(
+@choice_option(
     "--population-overlap",
-    type=click.Choice(["error", "drop"]),
+    ["error", "drop"],
+    "Population rows equal to a target: refuse them, or drop them.",
     default="error",
-    show_default=True,
-    help="Population rows equal to a target: refuse them, or drop them.",
 )
-@click.option(
+@dir_option(
     "--run",
     "run_dir",
-    type=click.Path(file_okay=False),
+    "Tracked `tabmem train` directory of the released generator: adds DynamicCut intensities to risk.csv.",
     default=None,
-    help="Tracked `tabmem train` directory of the released generator: adds DynamicCut intensities to risk.csv.",
 )
 @click.option(
     "--delta",
@@ -142,7 +114,7 @@ from tabmem.neighbors.distances import DISTANCES
     show_default=True,
     help="Confidence of the exact intervals and of the ε lower bound.",
 )
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output directory.")
+@out_dir_option(path_type=None)
 def attack(
     members_path: str,
     non_members_path: str,
@@ -184,18 +156,11 @@ def attack(
     from rich.table import Table
 
     from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
-    from tabmem.attacks import ATTACKS
-    from tabmem.cli._options import parse_params
-    from tabmem.data.schema import Schema
+    from tabmem.attacks import check_attack_names
     from tabmem.data.serialization import SERIALIZERS
     from tabmem.experiments.attack import attack_to_dir
 
-    names = column_names(attacks)
-    if not names:
-        raise TabmemError("--attacks: give at least one attack name")
-    unknown = [a for a in names if a not in ATTACKS]
-    if unknown:
-        raise TabmemError(f"--attacks: unknown attack(s) {unknown}; available: {', '.join(ATTACKS.names())}")
+    names = check_attack_names(column_names(attacks), "--attacks")
     if "levatt" in names and serializer not in SERIALIZERS.names():
         raise TabmemError(
             f"--serializer: unknown serializer {serializer!r}; available: {', '.join(SERIALIZERS.names())}"
@@ -206,12 +171,8 @@ def attack(
     synthetic = read_user_table(synthetic_path, encoding=encoding, option="--synthetic")
     reference = read_user_table(reference_path, encoding=encoding, option="--reference") if reference_path else None
     population = read_user_table(population_path, encoding=encoding, option="--population") if population_path else None
-    gen_params = parse_params(params)
-    if epochs is not None:
-        gen_params["epochs"] = epochs
-    schema = Schema.infer(
-        members, categorical=column_names(categorical), numerical=column_names(numerical), target=target or None
-    )
+    gen_params = generator_params(params, epochs=epochs)
+    schema = infer_schema(members, categorical, numerical, target)
     echo_schema(schema, members_path)
     workers = resolve_n_jobs(n_jobs, "--n-jobs")
     density_threads = threads or threads_per_worker(1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -18,20 +19,24 @@ from rich.table import Table
 from tabmem._checks import resolve_n_jobs
 from tabmem.cli._options import (
     MEMORY_GB,
-    NJOBS,
     FiniteRange,
+    choice_option,
+    count_option,
+    distance_option,
     echo_schema,
     echo_threads,
     echo_warning,
-    load_command_table,
+    file_option,
+    load_training_table,
+    n_jobs_option,
     prepare_out_dir,
     read_user_table,
+    seed_option,
     training_table_options,
 )
 from tabmem.errors import TabmemError
 from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import DUPLICATES, ReplicaDetector, ReplicaResult
-from tabmem.neighbors.distances import DISTANCES
 
 PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
 
@@ -122,12 +127,10 @@ def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -
 
 @click.command()
 @training_table_options
-@click.option("--synthetic", required=True, type=click.Path(dir_okay=False), help="Synthetic table to audit.")
-@click.option(
-    "--holdout", type=click.Path(dir_okay=False), help="Real rows never trained on: the no-memorization baseline."
-)
+@file_option("--synthetic", None, "Synthetic table to audit.", required=True)
+@file_option("--holdout", None, "Real rows never trained on: the no-memorization baseline.")
 @click.option("--no-holdout", is_flag=True, help="With --dataset, do not score its test split as holdout.")
-@click.option("--distance", type=click.Choice(DISTANCES.names()), default="fang2024", show_default=True)
+@distance_option()
 @click.option(
     "--threshold",
     type=FiniteRange(0, 1, min_open=True),
@@ -135,59 +138,41 @@ def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -
     show_default="0.3333",
     help="A synthetic row is a replica when d1/d2 < threshold (0 < threshold <= 1).",
 )
-@click.option(
+@choice_option(
     "--nan",
-    "nan",
-    type=click.Choice(["error", "drop", "match"]),
+    ["error", "drop", "match"],
+    "Missing numerical values: fail, drop those synthetic rows, or compare them (documented semantics).",
     default="error",
-    show_default=True,
-    help="Missing numerical values: fail, drop those synthetic rows, or compare them (documented semantics).",
 )
-@click.option(
+@choice_option(
     "--unseen",
-    type=click.Choice(["error", "drop", "mismatch"]),
+    ["error", "drop", "mismatch"],
+    "Categories absent from training: fail, drop those rows, or count them as mismatches.",
     default="error",
-    show_default=True,
-    help="Categories absent from training: fail, drop those rows, or count them as mismatches.",
 )
-@click.option(
+@choice_option(
     "--duplicates",
-    type=click.Choice(DUPLICATES),
-    default="papers",
-    show_default=True,
-    help="Rows whose ratio d1/d2 is undefined (copies of duplicated training rows, a one-row training table): "
+    DUPLICATES,
+    "Rows whose ratio d1/d2 is undefined (copies of duplicated training rows, a one-row training table): "
     "papers = not memorized (the papers' rule), replica = a row identical to a training row is a replica.",
+    default="papers",
 )
-@click.option(
+@count_option(
     "--rare-k",
-    type=click.IntRange(min=2),
+    "Rare-value leakage: training values occurring in fewer than K rows (2: values that occur once).",
     default=2,
-    show_default=True,
-    help="Rare-value leakage: training values occurring in fewer than K rows (2: values that occur once).",
+    min=2,
 )
 @click.option("--ignore-extra", is_flag=True, help="Drop columns that are not in the training table.")
 @click.option("--out", "out", type=click.Path(file_okay=False), default="tabmem-audit", show_default=True)
-@click.option(
-    "--copying-cells",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    help="k-means cells of the data-copying test (needs a holdout).",
-)
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the k-means cells.")
+@count_option("--copying-cells", "k-means cells of the data-copying test (needs a holdout).", default=10)
+@seed_option("Seed of the k-means cells.")
 @click.option("--show-records", is_flag=True, help="Print the most-replicated training records (raw values!).")
-@click.option("--n-jobs", type=NJOBS, default=None, help="Worker threads (default: every CPU available; -1 = all).")
+@n_jobs_option("Worker threads (default: every CPU available; -1 = all).")
 @click.option(
     "--memory-gb", type=MEMORY_GB, default=1.0, show_default=True, help="Working-memory budget of the search (GiB)."
 )
 def audit(
-    train,
-    dataset,
-    data_dir,
-    categorical,
-    numerical,
-    target,
-    encoding,
     synthetic,
     holdout,
     no_holdout,
@@ -204,17 +189,18 @@ def audit(
     show_records,
     n_jobs,
     memory_gb,
+    **table: Any,
 ) -> None:
     """Find synthetic rows that replicate training rows (d1/d2 < threshold), exact copies and rare-value leakage."""
     console = Console()
     out_dir = prepare_out_dir(out)
-    loaded = load_command_table()
+    loaded = load_training_table(**table)
     train_df, schema = loaded.table, loaded.schema
     if loaded.inferred:
-        echo_schema(schema, str(train))
-    syn = read_user_table(synthetic, encoding=encoding, option="--synthetic")
+        echo_schema(schema, str(table["train"]))
+    syn = read_user_table(synthetic, encoding=table["encoding"], option="--synthetic")
     hold = (
-        read_user_table(holdout, encoding=encoding, option="--holdout")
+        read_user_table(holdout, encoding=table["encoding"], option="--holdout")
         if holdout
         else (None if no_holdout else loaded.test)
     )

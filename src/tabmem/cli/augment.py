@@ -8,13 +8,18 @@ and in order, followed by the new rows; ``DIR/summary.json`` has ``method``, ``r
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from tabmem.cli._options import (
-    load_command_table,
+    count_option,
+    load_training_table,
+    out_dir_option,
+    params_option,
     parse_params,
     prepare_out_dir,
+    ratio_option,
     seed_option,
     training_table_options,
 )
@@ -27,39 +32,19 @@ from tabmem.cli._options import (
     required=True,
     help="Augmenter: tabcutmix, tabcutmix-plus, smote, mixup or ijf (label-conditioned ones need --target).",
 )
-@click.option(
-    "--ratio",
-    type=click.FloatRange(min=0, min_open=True),
-    default=0.3,
-    show_default=True,
-    help="New rows as a fraction of the training rows: int(ratio * N).",
-)
-@click.option("--n-new", type=click.IntRange(min=0), default=None, help="Number of new rows (overrides --ratio).")
-@click.option(
-    "--param",
-    "params",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Augmenter parameter (JSON values), repeatable: --param mode=paper --param threshold=0.3.",
-)
+@ratio_option("--ratio", "New rows as a fraction of the training rows: int(ratio * N).")
+@count_option("--n-new", "Number of new rows (overrides --ratio).", min=0)
+@params_option("Augmenter parameter (JSON values), repeatable: --param mode=paper --param threshold=0.3.")
 @seed_option("Random seed (same seed, same rows).")
-@click.option(
-    "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output directory."
-)
+@out_dir_option()
 def augment(
-    train: str | None,
-    dataset: str | None,
-    data_dir: str | None,
-    categorical: tuple[str, ...],
-    numerical: tuple[str, ...],
-    target: str | None,
-    encoding: str,
     method: str,
     ratio: float,
     n_new: int | None,
     params: tuple[str, ...],
     seed: int,
     out_dir: Path,
+    **table: Any,
 ) -> None:
     """Append augmented rows to a training table (new rows only are generated; the originals are unchanged)."""
     from tabmem._io import write_frame, write_json
@@ -67,7 +52,7 @@ def augment(
 
     p = parse_params(params)
     aug = get_augmenter(method, **p)  # unknown methods and arguments fail before any data is read
-    loaded = load_command_table()
+    loaded = load_training_table(**table)
     prepare_out_dir(out_dir)
     new = aug.fit(loaded.table, loaded.schema).augment(n_new=n_new, ratio=ratio, random_state=seed)
     write_frame(out_dir / "augmented.csv", augmented_table(loaded.table, new))

@@ -8,6 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from tabmem.cli._options import data_dir_option
 from tabmem.data.datasets import (
     DatasetFiles,
     get_dataset_spec,
@@ -23,11 +24,8 @@ def _fmt(n: int | None) -> str:
 
 
 @click.command("datasets")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Directory laid out like ../shared/datasets (<dir>/<dataset>/<file>); default $TABMEM_DATA_DIR.",
+@data_dir_option(
+    "Directory laid out like ../shared/datasets (<dir>/<dataset>/<file>); default $TABMEM_DATA_DIR.", path_type=Path
 )
 @click.option(
     "--cache-dir",

@@ -22,27 +22,19 @@ from rich.console import Console
 from rich.table import Table
 
 from tabmem._io import write_json
-from tabmem.cli._options import prepare_out_dir, seed_option
+from tabmem.cli._options import count_option, distance_option, epochs_option, prepare_out_dir, seed_option
 from tabmem.errors import TabmemError
-from tabmem.neighbors.distances import DISTANCES
 
 ATTACK_NAMES = {"levatt": "LevAtt", "dcr": "DCR", "mc": "Monte Carlo", "density": "density"}
 
 
 @click.command()
 @click.option("--out", type=click.Path(file_okay=False), default="tabmem-demo", show_default=True)
-@click.option("--distance", type=click.Choice(DISTANCES.names()), default="fang2024", show_default=True)
-@click.option(
-    "--epochs",
-    type=click.IntRange(min=1),
-    default=None,
-    help="TabDDPM training epochs (default: 300; fewer run faster and memorize less).",
-)
+@distance_option()
+@epochs_option("TabDDPM training epochs (default: 300; fewer run faster and memorize less).")
 @click.option("--no-generator", is_flag=True, help="Only the positive control: no TabDDPM and no DynamicCut.")
 @click.option("--no-quality", is_flag=True, help="Skip the quality metrics.")
-@click.option(
-    "--jobs", type=click.IntRange(min=1), default=None, help="Cells run in parallel (default: the available CPUs)."
-)
+@count_option("--jobs", "Cells run in parallel (default: the available CPUs).")
 @seed_option("Seed of the study's cells (training, sampling, bootstraps).")
 def demo(out, distance, epochs, no_generator, no_quality, jobs, seed) -> None:
     """Find, measure and remove memorization on the embedded diabetes dataset; writes a report."""

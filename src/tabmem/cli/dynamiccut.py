@@ -13,55 +13,57 @@ from typing import Any
 import click
 
 from tabmem.cli._options import (
-    default_threads,
-    load_command_table,
+    choice_option,
+    count_option,
+    dir_option,
+    distance_option,
+    epochs_option,
+    file_option,
+    generator_params,
+    load_training_table,
+    mle_grid_option,
+    model_option,
+    out_dir_option,
+    params_option,
     parse_params,
     prepare_out_dir,
+    preset_option,
+    ratio_option,
     read_user_table,
     seed_option,
+    set_torch_threads,
     torch_options,
     training_table_options,
 )
 from tabmem.mitigation.ranking import RANKING_METHODS
-from tabmem.neighbors.distances import DISTANCES
 
 
 @click.command("dynamiccut")
 @training_table_options
-@click.option(
+@file_option(
     "--holdout",
     "holdout_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    "Real rows never trained on: the baseline (default with --dataset: its test split).",
+    path_type=Path,
     default=None,
-    help="Real rows never trained on: the baseline (default with --dataset: its test split).",
 )
-@click.option(
+@file_option(
     "--test",
     "test_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    "Real test rows for MLE (default with --dataset: its test split).",
+    path_type=Path,
     default=None,
-    help="Real test rows for MLE (default with --dataset: its test split).",
 )
-@click.option("--model", default="tabddpm", show_default=True, help="Generator (tabddpm, tvae, ctgan, ...).")
-@click.option(
-    "--preset", default="small", show_default=True, help="Preset of the model; 'none' for the class defaults."
-)
-@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Generator parameter (JSON), repeatable.")
-@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Full schedule (default: the preset's).")
-@click.option(
+@model_option("Generator (tabddpm, tvae, ctgan, ...).")
+@preset_option("Preset of the model; 'none' for the class defaults.")
+@params_option("Generator parameter (JSON), repeatable.")
+@epochs_option("Full schedule (default: the preset's).")
+@count_option(
     "--warmup-epochs",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Stage 1 trains the first T epochs of the full schedule with tracking (intensity, first-memorization).",
+    "Stage 1 trains the first T epochs of the full schedule with tracking (intensity, first-memorization).",
 )
-@click.option("--track-every", type=click.IntRange(min=1), default=None, help="Track memorization every K epochs.")
-@click.option(
-    "--top-k",
-    type=click.IntRange(min=1),
-    default=3,
-    show_default=True,
-    help="Intensity = mean of each record's k largest per-epoch Mem-AUC.",
-)
+@count_option("--track-every", "Track memorization every K epochs.")
+@count_option("--top-k", "Intensity = mean of each record's k largest per-epoch Mem-AUC.", default=3)
 @click.option(
     "--prune",
     type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
@@ -69,62 +71,39 @@ from tabmem.neighbors.distances import DISTANCES
     show_default=True,
     help="Fraction of training records removed: ceil(p N).",
 )
-@click.option(
+@choice_option(
     "--prune-by",
-    type=click.Choice(list(RANKING_METHODS)),
+    RANKING_METHODS,
+    "Ranking: intensity (DynamicCut), count (oracle: full run), first-memorization, random (control).",
     default="intensity",
-    show_default=True,
-    help="Ranking: intensity (DynamicCut), count (oracle: full run), first-memorization, random (control).",
 )
-@click.option(
+@file_option(
     "--ranking",
     "ranking_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    "A ranking.csv of this table (e.g. from another generator: transfer); skips stage 1.",
+    path_type=Path,
     default=None,
-    help="A ranking.csv of this table (e.g. from another generator: transfer); skips stage 1.",
 )
 @click.option("--mix", default=None, help="Augmenter applied to the pruned table (DynamicCutMix: tabcutmix).")
-@click.option(
-    "--mix-ratio",
-    type=click.FloatRange(min=0, min_open=True),
-    default=0.3,
-    show_default=True,
-    help="New rows of --mix as a fraction of the pruned table.",
-)
-@click.option("--mix-param", "mix_params", multiple=True, metavar="KEY=VALUE", help="Parameter of --mix, repeatable.")
-@click.option(
-    "--distance", type=click.Choice(DISTANCES.names()), default="fang2024", show_default=True, help="Replica distance."
-)
-@click.option(
+@ratio_option("--mix-ratio", "New rows of --mix as a fraction of the pruned table.")
+@params_option("Parameter of --mix, repeatable.", "--mix-param", "mix_params")
+@distance_option()
+@dir_option(
     "--baseline",
     "baseline_dir",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    "A `tabmem train` run of the same model on the whole table, shown as 'before'.",
+    exists=True,
+    path_type=Path,
     default=None,
-    help="A `tabmem train` run of the same model on the whole table, shown as 'before'.",
 )
 @click.option("--no-quality", is_flag=True, help="Skip Shape/Trend/MLE.")
-@click.option(
-    "--mle-grid",
-    type=click.Choice(["tabsyn", "tiny"]),
-    default="tabsyn",
-    show_default=True,
-    help="XGBoost grid of MLE.",
-)
+@mle_grid_option()
 @seed_option("Random seed (training, tracking, tie-breaks, augmentation).")
 @torch_options
-@click.option(
-    "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output directory."
-)
+@out_dir_option()
 @click.option("--resume", is_flag=True, help="Continue an interrupted run in --out at the stage where it stopped.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def dynamiccut(
-    train: str | None,
-    dataset: str | None,
-    data_dir: str | None,
-    categorical: tuple[str, ...],
-    numerical: tuple[str, ...],
-    target: str | None,
-    encoding: str,
     holdout_path: Path | None,
     test_path: Path | None,
     model: str,
@@ -150,10 +129,9 @@ def dynamiccut(
     out_dir: Path,
     resume: bool,
     quiet: bool,
+    **table: Any,
 ) -> None:
     """Remove the most memorized training records (DynamicCut) and retrain; report memorization before/after."""
-    import torch
-
     from tabmem.experiments.dynamiccut import dynamiccut_to_dir
     from tabmem.generators import GENERATORS
     from tabmem.mitigation import AUGMENTERS
@@ -161,21 +139,17 @@ def dynamiccut(
     GENERATORS.get(model)  # unknown names fail before any data is read
     if mix is not None:
         AUGMENTERS.get(mix)
-    loaded = load_command_table()
+    loaded = load_training_table(**table)
     holdout, test, source = loaded.test, loaded.test, dict(loaded.source)
     if holdout_path is not None:
-        holdout = read_user_table(holdout_path, encoding=encoding, option="--holdout")
+        holdout = read_user_table(holdout_path, encoding=table["encoding"], option="--holdout")
         source["holdout"] = str(holdout_path)
     if test_path is not None:
-        test = read_user_table(test_path, encoding=encoding, option="--test")
+        test = read_user_table(test_path, encoding=table["encoding"], option="--test")
         source["test"] = str(test_path)
     prepare_out_dir(out_dir)
-    torch.set_num_threads(threads or default_threads())
-    p = parse_params(params)
-    if epochs is not None:
-        p["epochs"] = epochs
-    if device is not None:
-        p["device"] = device
+    set_torch_threads(threads)
+    p = generator_params(params, epochs=epochs, device=device)
     summary = dynamiccut_to_dir(
         loaded.table,
         loaded.schema,
@@ -200,7 +174,7 @@ def dynamiccut(
         progress=not quiet,
         log=click.echo,
         source=source,
-        dataset=dataset,
+        dataset=table["dataset"],
         quality=not no_quality,
         mle_grid=mle_grid,
         baseline=baseline_dir,

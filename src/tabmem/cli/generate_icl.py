@@ -14,29 +14,25 @@ import click
 
 from tabmem.cli._options import (
     FiniteRange,
-    column_names,
-    default_threads,
+    columns_option,
+    count_option,
     echo_schema,
-    echo_threads,
+    encoding_option,
+    file_option,
+    infer_schema,
+    out_file_option,
     prepare_out_file,
     read_user_table,
     seed_option,
+    set_torch_threads,
     threads_option,
 )
 from tabmem.errors import TabmemError
 
 
 @click.command("generate-icl")
-@click.option(
-    "--train", "train_path", required=True, type=click.Path(dir_okay=False), help="Training table (CSV/Parquet)."
-)
-@click.option(
-    "--n-context",
-    default=32,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Training rows shown in the prompt (the paper: 8-128).",
-)
+@file_option("--train", "train_path", "Training table (CSV/Parquet).", required=True)
+@count_option("--n-context", "Training rows shown in the prompt (the paper: 8-128).", default=32)
 @click.option(
     "--backend",
     required=True,
@@ -49,8 +45,8 @@ from tabmem.errors import TabmemError
     show_default=True,
     help="Environment variable holding the API key (the key is never printed).",
 )
-@click.option("--n", "n_rows", required=True, type=click.IntRange(min=1), help="Valid rows to generate.")
-@click.option("--rows-per-request", default=32, show_default=True, type=click.IntRange(min=1))
+@count_option("--n", "Valid rows to generate.", dest="n_rows", required=True)
+@count_option("--rows-per-request", "Rows asked for in each request.", default=32)
 @click.option("--temperature", default=1.0, show_default=True, type=FiniteRange(min=0.0), help="Sampling temperature.")
 @click.option(
     "--timeout",
@@ -59,25 +55,19 @@ from tabmem.errors import TabmemError
     type=FiniteRange(min=0.0, min_open=True),
     help="Seconds an attempt waits for an openai backend's answer.",
 )
-@click.option(
-    "--max-retries",
-    default=3,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help="Retries of a request after a timeout, 429, 5xx or network error.",
-)
+@count_option("--max-retries", "Retries of a request after a timeout, 429, 5xx or network error.", default=3, min=0)
 @click.option(
     "--show-http-body",
     is_flag=True,
     help="Debugging: include HTTP error bodies in messages (they may echo the prompt, i.e. training rows).",
 )
 @click.option("--no-stats", is_flag=True, help="Leave summary statistics out of the prompt.")
-@click.option("--categorical", multiple=True, help="Columns to treat as categorical (comma-separated or repeated).")
-@click.option("--numerical", multiple=True, help="Columns to treat as numerical.")
-@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of a CSV training table.")
+@columns_option("categorical")
+@columns_option("numerical")
+@encoding_option("Text encoding of a CSV training table.")
 @threads_option("torch CPU threads of an hf backend")
 @seed_option("Seed of the context choice and request seeds.")
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output table (CSV/Parquet).")
+@out_file_option("Output table (CSV/Parquet).", path_type=None)
 def generate_icl(
     train_path: str,
     n_context: int,
@@ -103,7 +93,6 @@ def generate_icl(
 
     from tabmem._io import write_json
     from tabmem.data.io import write_table
-    from tabmem.data.schema import Schema
     from tabmem.generators.llm.icl import ICLGenerator, make_backend
 
     kind, _, target = backend.partition(":")
@@ -115,7 +104,7 @@ def generate_icl(
         raise TabmemError("--temperature must be above 0 for a local (hf) model, which samples")
     out = prepare_out_file(out_path, suffixes=(".csv", ".parquet", ".pq"))
     train = read_user_table(train_path, encoding=encoding, option="--train")
-    schema = Schema.infer(train, categorical=column_names(categorical), numerical=column_names(numerical))
+    schema = infer_schema(train, categorical, numerical)
     echo_schema(schema, train_path)
     if n_context > len(train):
         raise TabmemError(f"--n-context {n_context} exceeds the {len(train)} rows of the training table")
@@ -135,11 +124,7 @@ def generate_icl(
             "random_state": seed,
         }
     else:
-        import torch
-
-        n_threads = threads or default_threads()
-        torch.set_num_threads(n_threads)
-        echo_threads(1, n_threads, "(torch)")
+        set_torch_threads(threads)
 
     def progress(s: dict) -> None:
         click.echo(

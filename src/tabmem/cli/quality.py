@@ -7,10 +7,15 @@ from pathlib import Path
 import click
 
 from tabmem.cli._options import (
-    NJOBS,
+    choice_option,
     column_names,
     echo_schema,
     echo_threads,
+    file_option,
+    infer_schema,
+    mle_grid_option,
+    n_jobs_option,
+    out_dir_option,
     prepare_out_dir,
     read_user_table,
     schema_options,
@@ -21,17 +26,10 @@ from tabmem.errors import TabmemError
 
 
 @click.command("quality")
-@click.option(
-    "--real", "real_path", required=True, type=click.Path(dir_okay=False), help="Real training table (CSV/Parquet)."
-)
-@click.option("--synthetic", "synthetic_path", required=True, type=click.Path(dir_okay=False), help="Synthetic table.")
-@click.option("--test", "test_path", type=click.Path(dir_okay=False), help="Real test table (enables MLE).")
-@click.option(
-    "--holdout",
-    "holdout_path",
-    type=click.Path(dir_okay=False),
-    help="Real holdout, same size as --real (enables DCR share).",
-)
+@file_option("--real", "real_path", "Real training table (CSV/Parquet).", required=True)
+@file_option("--synthetic", "synthetic_path", "Synthetic table.", required=True)
+@file_option("--test", "test_path", "Real test table (enables MLE).")
+@file_option("--holdout", "holdout_path", "Real holdout, same size as --real (enables DCR share).")
 @schema_options
 @click.option(
     "--metrics",
@@ -39,32 +37,17 @@ from tabmem.errors import TabmemError
     default=None,
     help="Comma-separated subset of: shape,trend,mle,mmd,wasserstein,alpha_precision,beta_recall,c2st,dcr_share.",
 )
-@click.option(
+@choice_option(
     "--pair-filter",
-    type=click.Choice(["all", "sdmetrics"]),
+    ["all", "sdmetrics"],
+    "Trend pairs: all (papers, sdmetrics 0.11.1) or sdmetrics' recent default thresholds.",
     default="all",
-    show_default=True,
-    help="Trend pairs: all (papers, sdmetrics 0.11.1) or sdmetrics' recent default thresholds.",
 )
-@click.option(
-    "--mle-grid",
-    type=click.Choice(["tabsyn", "tiny"]),
-    default="tabsyn",
-    show_default=True,
-    help="XGBoost grid for MLE.",
-)
+@mle_grid_option()
 @seed_option("Random seed (MLE split, MMD subsample, C2ST folds, projections).")
-@click.option(
-    "--n-jobs", default=1, show_default=True, type=NJOBS, help="Workers for XGBoost / neighbour search (-1: all)."
-)
+@n_jobs_option("Workers for XGBoost / neighbour search (-1: all).", default=1)
 @threads_option("BLAS threads of each worker (default: the CPUs available divided among the workers)")
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False),
-    help="Output directory (summary.json + breakdown CSVs).",
-)
+@out_dir_option("Output directory (summary.json + breakdown CSVs).", path_type=None)
 def quality(
     real_path: str,
     synthetic_path: str,
@@ -92,7 +75,6 @@ def quality(
     from rich.table import Table
 
     from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
-    from tabmem.data.schema import Schema
     from tabmem.metrics.report import SUMMARY_KEYS, quality_report
 
     n_jobs = resolve_n_jobs(n_jobs, "--n-jobs")
@@ -106,13 +88,7 @@ def quality(
     synthetic = read_user_table(synthetic_path, encoding=encoding, option="--synthetic")
     test = read_user_table(test_path, encoding=encoding, option="--test") if test_path else None
     holdout = read_user_table(holdout_path, encoding=encoding, option="--holdout") if holdout_path else None
-    schema = Schema.infer(
-        real,
-        categorical=column_names(categorical),
-        numerical=column_names(numerical),
-        target=target or None,
-        name=Path(real_path).stem,
-    )
+    schema = infer_schema(real, categorical, numerical, target, name=Path(real_path).stem)
     echo_schema(schema, real_path)
     echo_threads(n_jobs, threads, "each" if n_jobs > 1 else "")
     console = Console(stderr=True)

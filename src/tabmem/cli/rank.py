@@ -12,36 +12,30 @@ from pathlib import Path
 
 import click
 
+from tabmem.cli._options import choice_option, count_option, dir_option, out_file_option, seed_option
 from tabmem.mitigation.ranking import RANKING_METHODS
 
 
 @click.command("rank")
-@click.option(
+@dir_option(
     "--run",
     "run_dir",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    "A `tabmem train` run directory with tracking (or its tracking/ directory).",
+    exists=True,
+    path_type=Path,
     required=True,
-    help="A `tabmem train` run directory with tracking (or its tracking/ directory).",
 )
-@click.option(
+@choice_option(
     "--by",
-    "method",
-    type=click.Choice(list(RANKING_METHODS)),
+    RANKING_METHODS,
+    "intensity (DynamicCut), count (replicas at the last tracked epoch), first-memorization, random.",
     default="intensity",
-    show_default=True,
-    help="intensity (DynamicCut), count (replicas at the last tracked epoch), first-memorization, random.",
+    dest="method",
 )
-@click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True, help="k of the intensity score.")
-@click.option(
-    "--warmup-epochs",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Use only tracked epochs <= T (intensity, first-memorization); default: all.",
-)
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Tie-break seed.")
-@click.option(
-    "--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True, help="ranking CSV to write."
-)
+@count_option("--top-k", "k of the intensity score.", default=3)
+@count_option("--warmup-epochs", "Use only tracked epochs <= T (intensity, first-memorization); default: all.")
+@seed_option("Tie-break seed.")
+@out_file_option("ranking CSV to write.")
 def rank(run_dir: Path, method: str, top_k: int, warmup_epochs: int | None, seed: int, out_path: Path) -> None:
     """Rank training records by memorization from a tracked run; write ranking.csv (+ .json sidecar)."""
     from tabmem.mitigation import rank_records

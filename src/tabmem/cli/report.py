@@ -4,35 +4,23 @@ from __future__ import annotations
 
 import click
 
-from tabmem.cli._options import prepare_out_file, read_user_table
+from tabmem.cli._options import data_dir_option, encoding_option, file_option, prepare_out_file, read_user_table
 
 
 @click.command("report")
 @click.argument("directory", metavar="DIR", type=click.Path(exists=True, file_okay=False))
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="HTML file to write (default: DIR/report.html).",
-)
+@file_option("--out", "out", "HTML file to write (default: DIR/report.html).", default=None)
 @click.option(
     "--show-records",
     is_flag=True,
     help="Also show the most-replicated training records WITH THEIR VALUES (default: positions and counts only).",
 )
-@click.option(
-    "--train",
-    "train",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="With --show-records: the training table (default: the one the run recorded).",
+@file_option(
+    "--train", "train", "With --show-records: the training table (default: the one the run recorded).", default=None
 )
 @click.option("--dataset", default=None, help="With --show-records: the registered dataset trained on.")
-@click.option(
-    "--data-dir", type=click.Path(file_okay=False), default=None, help="Dataset directory (default $TABMEM_DATA_DIR)."
-)
-@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of a CSV --train.")
+@data_dir_option("Dataset directory (default $TABMEM_DATA_DIR).")
+@encoding_option("Text encoding of a CSV --train.")
 def report(directory, out, show_records, train, dataset, data_dir, encoding) -> None:
     """Write a self-contained HTML report (verdict, plots, tables) from DIR.
 

@@ -11,33 +11,22 @@ from pathlib import Path
 
 import click
 
+from tabmem.cli._options import choice_option, count_option, data_dir_option, executor_option, out_dir_option
 from tabmem.errors import TabmemError
 
 
 @click.command("run")
 @click.argument("study_path", metavar="STUDY.toml", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="local: worker processes on this machine; ray: Ray tasks (a cluster with --address).",
-)
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Parallel tasks (default: available CPUs / the study's threads; ray: no limit).",
-)
+@executor_option("local: worker processes on this machine; ray: Ray tasks (a cluster with --address).")
+@count_option("--jobs", "Parallel tasks (default: available CPUs / the study's threads; ray: no limit).")
 @click.option(
     "--address", default=None, help="Ray cluster to join (auto, or ray://host:port); default: start a local one."
 )
-@click.option(
+@choice_option(
     "--storage",
-    type=click.Choice(["shared", "gather"]),
+    ["shared", "gather"],
+    "ray: workers write into --out (shared path), or send their outputs back to it (gather).",
     default="shared",
-    show_default=True,
-    help="ray: workers write into --out (shared path), or send their outputs back to it (gather).",
 )
 @click.option(
     "--only",
@@ -47,15 +36,8 @@ from tabmem.errors import TabmemError
     help="Run only the cells whose name matches the glob (adult/*/seed=0) or whose id starts with it; repeatable.",
 )
 @click.option("--dry-run", is_flag=True, help="Print the cells, their state and the cost estimate; run nothing.")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Dataset directory (default: the study's data_dir, then $TABMEM_DATA_DIR, then the cache).",
-)
-@click.option(
-    "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Study directory."
-)
+@data_dir_option("Dataset directory (default: the study's data_dir, then $TABMEM_DATA_DIR, then the cache).")
+@out_dir_option("Study directory.")
 def run(
     study_path: Path,
     executor: str,

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from tabmem.cli._options import FiniteRange, default_threads, echo_threads, prepare_out_file, seed_option, torch_options
+from tabmem.cli._options import (
+    FiniteRange,
+    count_option,
+    out_file_option,
+    prepare_out_file,
+    seed_option,
+    set_torch_threads,
+    torch_options,
+)
 from tabmem.errors import TabmemError
 
 
@@ -18,14 +26,9 @@ from tabmem.errors import TabmemError
     required=True,
     help="A `tabmem train` output directory or a model .pt file.",
 )
-@click.option("--n", "n_rows", type=click.IntRange(min=1), required=True, help="Number of rows to draw.")
+@count_option("--n", "Number of rows to draw.", dest="n_rows", required=True)
 @seed_option("Random seed (same seed, same rows on CPU).")
-@click.option(
-    "--batch-size",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Rows generated at once (bounds memory; default 10,000).",
-)
+@count_option("--batch-size", "Rows generated at once (bounds memory; default 10,000).")
 @click.option(
     "--tlp",
     "tendency",
@@ -41,13 +44,7 @@ from tabmem.errors import TabmemError
     help="Post-process numerical cells with the Digit Modifier (LevAtt paper), e.g. 0.05,0.1.",
 )
 @torch_options
-@click.option(
-    "--out",
-    "out_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
-    help="Output table (.csv or .parquet).",
-)
+@out_file_option("Output table (.csv or .parquet).")
 def sample(
     model_path: Path,
     n_rows: int,
@@ -60,8 +57,6 @@ def sample(
     out_path: Path,
 ) -> None:
     """Sample N synthetic rows with the training columns and dtypes."""
-    import torch
-
     from tabmem.data.io import write_table
     from tabmem.generators import load_generator
 
@@ -74,9 +69,7 @@ def sample(
                 raise ValueError
         except ValueError:
             raise TabmemError(f"--digit-modifier expects PMIN,PMAX (e.g. 0.05,0.1), got {digit_modifier!r}") from None
-    n_threads = threads or default_threads()
-    torch.set_num_threads(n_threads)
-    echo_threads(1, n_threads, "(torch)")
+    set_torch_threads(threads)
     gen = load_generator(model_path, device=device)
     options = {}
     if tendency is not None:

@@ -8,88 +8,60 @@ prints or logs raw training records.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from tabmem.cli._options import (
-    default_threads,
+    choice_option,
+    count_option,
+    distance_option,
     echo_schema,
-    echo_threads,
     echo_warning,
-    load_command_table,
-    parse_params,
+    epochs_option,
+    file_option,
+    generator_params,
+    load_training_table,
+    model_option,
+    out_dir_option,
+    params_option,
     prepare_out_dir,
+    preset_option,
     read_user_table,
     seed_option,
+    set_torch_threads,
     torch_options,
     training_table_options,
 )
 from tabmem.errors import TabmemError
 from tabmem.memorization.replicas import DUPLICATES
-from tabmem.neighbors.distances import DISTANCES
 
 
 @click.command("train")
 @training_table_options
-@click.option(
+@file_option(
     "--holdout",
     "holdout_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    "Real rows not trained on, for the holdout baseline (default with --dataset: its test split).",
+    path_type=Path,
     default=None,
-    help="Real rows not trained on, for the holdout baseline (default with --dataset: its test split).",
 )
-@click.option(
-    "--model",
-    default="tabddpm",
-    show_default=True,
-    help="Generator name from the registry (tabddpm, tvae, ctgan, ...).",
-)
+@model_option("Generator name from the registry (tabddpm, tvae, ctgan, ...).")
 @click.option(
     "--backbone",
     default=None,
     help="--model llm only: local path or hub name of a causal LM for from_pretrained (default: GPT-2 from scratch).",
 )
-@click.option(
-    "--preset",
-    default="small",
-    show_default=True,
-    help="Named preset of the model (e.g. small, paper); 'none' for the class defaults.",
-)
-@click.option(
-    "--param",
-    "params",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a generator parameter (JSON values), repeatable: --param lr=1e-3 --param layers=[512,512].",
-)
-@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Number of epochs (default: the preset's).")
+@preset_option("Named preset of the model (e.g. small, paper); 'none' for the class defaults.")
+@params_option("Override a generator parameter (JSON values), repeatable: --param lr=1e-3 --param layers=[512,512].")
+@epochs_option("Number of epochs (default: the preset's).")
 @seed_option("Random seed (same seed, same model and samples on CPU).")
-@click.option(
-    "--track-every",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Track per-record memorization every K epochs (0 = off).",
-)
-@click.option(
-    "--track-samples",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Rows sampled per tracked epoch (default |train|).",
-)
-@click.option(
-    "--distance", type=click.Choice(DISTANCES.names()), default="fang2024", show_default=True, help="Replica distance."
-)
-@click.option(
-    "--checkpoint-every",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Checkpoint every N epochs (default: --track-every, else epochs/10).",
-)
+@count_option("--track-every", "Track per-record memorization every K epochs (0 = off).", default=0, min=0)
+@count_option("--track-samples", "Rows sampled per tracked epoch (default |train|).")
+@distance_option()
+@count_option("--checkpoint-every", "Checkpoint every N epochs (default: --track-every, else epochs/10).")
 @torch_options
-@click.option(
-    "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output directory."
-)
+@out_dir_option()
 @click.option(
     "--resume",
     is_flag=True,
@@ -98,22 +70,14 @@ from tabmem.neighbors.distances import DISTANCES
 @click.option(
     "--overwrite", is_flag=True, help="Replace the training run in --out (only its files; nothing else is deleted)."
 )
-@click.option(
+@choice_option(
     "--duplicates",
-    type=click.Choice(DUPLICATES),
+    DUPLICATES,
+    "Undefined ratios in the final audit: papers = not memorized, replica = an exact copy is a replica.",
     default="papers",
-    show_default=True,
-    help="Undefined ratios in the final audit: papers = not memorized, replica = an exact copy is a replica.",
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def train(
-    train: str | None,
-    dataset: str | None,
-    data_dir: str | None,
-    categorical: tuple[str, ...],
-    numerical: tuple[str, ...],
-    target: str | None,
-    encoding: str,
     holdout_path: Path | None,
     model: str,
     backbone: str | None,
@@ -132,38 +96,31 @@ def train(
     overwrite: bool,
     duplicates: str,
     quiet: bool,
+    **table: Any,
 ) -> None:
     """Train a generator, tracking per-record memorization; write the model, synthetic.csv and dynamics.json."""
-    import torch
-
     from tabmem.generators import GENERATORS, get_generator
 
     if resume and overwrite:
         raise TabmemError("--resume and --overwrite exclude each other")
     generator_cls = GENERATORS.get(model)  # an unknown name fails before any data is read
-    p = parse_params(params)
+    p = generator_params(params, epochs=epochs, device=device)
     if backbone is not None and "backbone" not in generator_cls._param_names():
         raise TabmemError(f"--backbone only applies to generators built on a language model (llm), not {model!r}")
-    if epochs is not None:
-        p["epochs"] = epochs
-    if device is not None:
-        p["device"] = device
     if backbone is not None:
         p["backbone"] = backbone
     preset_name = None if preset.lower() == "none" else preset
     # the preset and every parameter are checked before any table is read
-    get_generator(model, preset=preset_name, dataset=dataset, **p).check_params()
+    get_generator(model, preset=preset_name, dataset=table["dataset"], **p).check_params()
     prepare_out_dir(out_dir)
-    loaded = load_command_table()
+    loaded = load_training_table(**table)
     train_df, schema, holdout, source = loaded.table, loaded.schema, loaded.test, dict(loaded.source)
     if loaded.inferred:
-        echo_schema(schema, str(train))
+        echo_schema(schema, str(table["train"]))
     if holdout_path is not None:
-        holdout = read_user_table(holdout_path, encoding=encoding, option="--holdout")
+        holdout = read_user_table(holdout_path, encoding=table["encoding"], option="--holdout")
         source["holdout"] = str(holdout_path)
-    n_threads = threads or default_threads()
-    torch.set_num_threads(n_threads)
-    echo_threads(1, n_threads, "(torch)")
+    set_torch_threads(threads)
     from tabmem.experiments.training import train_to_dir
 
     summary = train_to_dir(
@@ -182,7 +139,7 @@ def train(
         resume=resume,
         progress=not quiet,
         source=source,
-        dataset=dataset,
+        dataset=table["dataset"],
         overwrite=overwrite,
         duplicates=duplicates,
         on_warning=echo_warning,

@@ -31,7 +31,7 @@ import pandas as pd
 from tabmem._checks import check_choice, check_fraction, check_number, check_positive_int
 from tabmem._io import read_json, write_frame, write_json
 from tabmem.attacks.auditing import epsilon_lower_bound
-from tabmem.attacks.base import ATTACKS
+from tabmem.attacks.base import ATTACKS, check_attack_names
 from tabmem.attacks.runner import DEFAULT_ATTACKS, AttackReport, run_attacks
 from tabmem.data.schema import Schema, concat_validated, validate
 from tabmem.errors import ParameterError, TabmemError
@@ -88,12 +88,7 @@ def attack_to_dir(
     it was tracked: its records' DynamicCut intensity goes into ``risk.csv``. Returns the summary
     (what ``summary.json`` holds); ``on_report`` receives the :class:`AttackReport` (per-record scores).
     """
-    attacks = list(attacks)
-    if not attacks:
-        raise ParameterError("no attacks requested")
-    unknown = [a for a in attacks if a not in ATTACKS]
-    if unknown:
-        raise ParameterError(f"unknown attack(s) {unknown}; available: {', '.join(ATTACKS.names())}")
+    attacks = check_attack_names(attacks)
     check_positive_int("jobs", jobs)
     check_fraction("confidence", confidence)
     params = dict(params or {})

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tabmem._checks import limit_threads
 from tabmem._io import read_json, write_json, write_text
 from tabmem.errors import TabmemError
 from tabmem.experiments.inputs import load_inputs
@@ -49,22 +50,12 @@ def one_line(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def thread_limits(threads: int) -> Iterator[None]:
-    """Limit torch and BLAS/OpenMP pools to ``threads`` (restored afterwards)."""
-    from threadpoolctl import threadpool_limits
-
-    try:
-        import torch
-    except ModuleNotFoundError:  # pragma: no cover - torch is an extra
-        torch = None  # type: ignore[assignment]
-    before = torch.get_num_threads() if torch is not None else None
-    with threadpool_limits(limits=threads):
-        if torch is not None:
-            torch.set_num_threads(threads)
-        try:
-            yield
-        finally:
-            if torch is not None and before is not None:
-                torch.set_num_threads(before)
+    """Limit torch and BLAS/OpenMP pools to ``threads`` (restored afterwards): :func:`limit_threads`
+    with torch loaded first, so that the steps' torch models get the limit too."""
+    with contextlib.suppress(ModuleNotFoundError):  # torch is an extra
+        import torch  # noqa: F401
+    with limit_threads(threads):
+        yield
 
 
 def step_dir(out: Path, name: str, key: str) -> Path:

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from tabmem.data.schema import Schema, ValidatedTable, validate, validate_table
 from tabmem.errors import TabmemError
-from tabmem.generators._rng import derive_seed
+from tabmem.generators._rng import derive_seed, fork_devices
 
 _BLOCK = 65_536
 NUMERICAL_DECODINGS = ("clip_round", "truncate")
@@ -422,10 +422,38 @@ class NormalizedSpaceMixin:
     training table). On :meth:`TabularGenerator.load` the base class hands ``_build`` a placeholder table;
     the normaliser then comes from the saved state in ``_load_state_dict`` (see :meth:`_restore_space`),
     which is also what makes a resumed run use exactly the normaliser and encoding of the original run.
+
+    A subclass provides ``_check_params`` and ``_make_modules`` (networks and optimisers) and names in
+    ``_STATE_MODULES`` the attributes saved in a checkpoint (checkpoint key -> attribute, in order).
     """
 
     max_modes: int
     weight_threshold: float
+    _STATE_MODULES: ClassVar[dict[str, str]] = {}
+
+    def _build(self, train_clean: pd.DataFrame, schema: Schema) -> None:
+        self._check_params()  # type: ignore[attr-defined]
+        if self._prepare_space(train_clean, schema):
+            self._make_modules()  # type: ignore[attr-defined]
+
+    def _module_states(self) -> dict[str, Any]:
+        """The ``state_dict()`` of every attribute in ``_STATE_MODULES``."""
+        return {key: getattr(self, attr).state_dict() for key, attr in self._STATE_MODULES.items()}
+
+    def _restore_modules(self, state: dict[str, Any]) -> bool:
+        """Restore the normaliser from ``state["transformer"]`` and build the modules when a loaded model
+        has none yet (without touching the global RNG); returns ``True`` when they were built."""
+        import torch
+
+        if not self._restore_space(state["transformer"]):
+            return False
+        with torch.random.fork_rng(devices=fork_devices(self.device_)):  # type: ignore[attr-defined]
+            self._make_modules()  # type: ignore[attr-defined]
+        return True
+
+    def _load_module_states(self, state: dict[str, Any]) -> None:
+        for key, attr in self._STATE_MODULES.items():
+            getattr(self, attr).load_state_dict(state[key])
 
     def fit(self, train: pd.DataFrame, schema: Schema | None = None, **kwargs: Any) -> Any:
         """See :meth:`TabularGenerator.fit`; a resumed fit takes the normaliser from the checkpoint

@@ -61,7 +61,6 @@ resumed run yields exactly the weights of an uninterrupted one (on CPU).
 from __future__ import annotations
 
 import copy
-import inspect
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -73,6 +72,7 @@ import pandas as pd
 
 from tabmem._checks import check_number, check_positive_int, check_random_state
 from tabmem._io import atomic_write
+from tabmem._params import Params
 from tabmem._registry import Registry
 from tabmem.callbacks import CallbackProtocol
 from tabmem.data.dtypes import category_dtypes, restore_dtypes
@@ -173,7 +173,7 @@ def _atomic_torch_save(obj: Any, path: Path) -> None:
     atomic_write(path, lambda tmp: torch.save(obj, tmp))
 
 
-class TabularGenerator:
+class TabularGenerator(Params):
     """Base class of tabmem generators (see the module docstring for how to implement one).
 
     Public API: :meth:`fit`, :meth:`sample`, :meth:`save`, :meth:`load`, :meth:`save_checkpoint`,
@@ -213,18 +213,9 @@ class TabularGenerator:
         return [v for v in vars(self).values() if isinstance(v, torch.nn.Module)]
 
     # ------------------------------------------------------------- parameters
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [
-            p.name
-            for p in sig.parameters.values()
-            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-        ]
-
     def get_params(self) -> dict[str, Any]:
-        """Constructor arguments (scikit-learn convention)."""
-        return {k: copy.deepcopy(getattr(self, k)) for k in self._param_names()}
+        """Constructor arguments (scikit-learn convention), deep copies (a checkpoint keeps them)."""
+        return {k: copy.deepcopy(v) for k, v in super().get_params().items()}
 
     def set_params(self, **params: Any) -> TabularGenerator:
         names = set(self._param_names())
@@ -250,10 +241,6 @@ class TabularGenerator:
         if unknown:
             raise ParameterError(f"{cls.name}: unknown parameter(s) {unknown}; valid: {cls._param_names()}")
         return cls(**params)
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
     def check_params(self) -> TabularGenerator:
         """Check the parameters every generator shares (called by :meth:`fit`; callable before it)."""

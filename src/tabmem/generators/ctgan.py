@@ -31,10 +31,8 @@ import pandas as pd
 import torch
 from torch import nn
 
-from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.generators._conditional import ConditionalSampler
-from tabmem.generators._rng import fork_devices
 from tabmem.generators._transformer import NUMERICAL_DECODINGS, NormalizedSpaceMixin, Span
 from tabmem.generators.base import TabularGenerator, register_generator
 
@@ -236,6 +234,13 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         "numerical_decoding",
     }
 
+    _STATE_MODULES: ClassVar[dict[str, str]] = {
+        "generator": "generator_",
+        "critic": "critic_",
+        "opt_g": "opt_g_",
+        "opt_d": "opt_d_",
+    }
+
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         # the reference code's behaviour, behind the published memorization figures (docs/ctgan_tvae.md)
         "paper": {
@@ -327,11 +332,6 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
                 raise TabmemError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.batch_size % self.pac != 0:
             raise TabmemError(f"batch_size ({self.batch_size}) must be a multiple of pac ({self.pac})")
-
-    def _build(self, train_clean: pd.DataFrame, schema: Schema) -> None:
-        self._check_params()
-        if self._prepare_space(train_clean, schema):
-            self._make_modules()
 
     def _make_modules(self) -> None:
         norm = self.normalizer_
@@ -455,16 +455,11 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         return {
             "transformer": self.normalizer_.get_state(),  # type: ignore[union-attr]
             "counts": [torch.as_tensor(c) for c in self.sampler_.counts_],
-            "generator": self.generator_.state_dict(),
-            "critic": self.critic_.state_dict(),
-            "opt_g": self.opt_g_.state_dict(),
-            "opt_d": self.opt_d_.state_dict(),
+            **self._module_states(),
         }
 
     def _load_state_dict(self, state: dict[str, Any]) -> None:
-        if self._restore_space(state["transformer"]):
-            with torch.random.fork_rng(devices=fork_devices(self.device_)):  # module init must not touch the global RNG
-                self._make_modules()
+        if self._restore_modules(state):
             if getattr(self, "_category_codes", None) is None:
                 # loaded model: generation conditions need the category frequencies only
                 codes = [np.repeat(np.arange(len(c)), c.numpy().astype(np.int64)) for c in state["counts"]]
@@ -474,7 +469,4 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
                 )
         else:
             self._make_sampler(self.normalizer_)
-        self.generator_.load_state_dict(state["generator"])
-        self.critic_.load_state_dict(state["critic"])
-        self.opt_g_.load_state_dict(state["opt_g"])
-        self.opt_d_.load_state_dict(state["opt_d"])
+        self._load_module_states(state)

@@ -28,9 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.generators._rng import fork_devices
 from tabmem.generators._transformer import NUMERICAL_DECODINGS, NormalizedSpaceMixin
 from tabmem.generators.base import TabularGenerator, register_generator
 from tabmem.generators.ctgan import _check_dims, _check_positive
@@ -38,14 +36,20 @@ from tabmem.generators.ctgan import _check_dims, _check_positive
 __all__ = ["TVAE"]
 
 
+def _relu_layers(d_in: int, dims: Sequence[int]) -> tuple[list[nn.Module], int]:
+    """``ReLU(FC)`` layers of widths ``dims`` from ``d_in``, and the width they end at."""
+    layers: list[nn.Module] = []
+    d = d_in
+    for h in dims:
+        layers += [nn.Linear(d, h), nn.ReLU()]
+        d = h
+    return layers, d
+
+
 class _Encoder(nn.Module):
     def __init__(self, d_in: int, dims: Sequence[int], d_z: int) -> None:
         super().__init__()
-        layers: list[nn.Module] = []
-        d = d_in
-        for h in dims:
-            layers += [nn.Linear(d, h), nn.ReLU()]
-            d = h
+        layers, d = _relu_layers(d_in, dims)
         self.body = nn.Sequential(*layers)
         self.mu = nn.Linear(d, d_z)
         self.logvar = nn.Linear(d, d_z)
@@ -58,11 +62,7 @@ class _Encoder(nn.Module):
 class _Decoder(nn.Module):
     def __init__(self, d_z: int, dims: Sequence[int], d_out: int) -> None:
         super().__init__()
-        layers: list[nn.Module] = []
-        d = d_z
-        for h in dims:
-            layers += [nn.Linear(d, h), nn.ReLU()]
-            d = h
+        layers, d = _relu_layers(d_z, dims)
         layers.append(nn.Linear(d, d_out))
         self.net = nn.Sequential(*layers)
         self.sigma = nn.Parameter(torch.full((d_out,), 0.1))
@@ -107,6 +107,8 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
         "discrete_sampling",
         "numerical_decoding",
     }
+
+    _STATE_MODULES: ClassVar[dict[str, str]] = {"encoder": "encoder_net_", "decoder": "decoder_net_", "opt": "opt_"}
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         # the reference code's output: unclipped numericals, integers truncated (docs/ctgan_tvae.md)
@@ -161,11 +163,6 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
             raise TabmemError(
                 f"numerical_decoding must be one of {NUMERICAL_DECODINGS}, got {self.numerical_decoding!r}"
             )
-
-    def _build(self, train_clean: pd.DataFrame, schema: Schema) -> None:
-        self._check_params()
-        if self._prepare_space(train_clean, schema):
-            self._make_modules()
 
     def _make_modules(self) -> None:
         norm = self.normalizer_
@@ -242,17 +239,8 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
 
     # ------------------------------------------------------------------ state
     def _state_dict(self) -> dict[str, Any]:
-        return {
-            "transformer": self.normalizer_.get_state(),  # type: ignore[union-attr]
-            "encoder": self.encoder_net_.state_dict(),
-            "decoder": self.decoder_net_.state_dict(),
-            "opt": self.opt_.state_dict(),
-        }
+        return {"transformer": self.normalizer_.get_state(), **self._module_states()}  # type: ignore[union-attr]
 
     def _load_state_dict(self, state: dict[str, Any]) -> None:
-        if self._restore_space(state["transformer"]):
-            with torch.random.fork_rng(devices=fork_devices(self.device_)):  # module init must not touch the global RNG
-                self._make_modules()
-        self.encoder_net_.load_state_dict(state["encoder"])
-        self.decoder_net_.load_state_dict(state["decoder"])
-        self.opt_.load_state_dict(state["opt"])
+        self._restore_modules(state)
+        self._load_module_states(state)

@@ -20,13 +20,13 @@ registered augmenter.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from tabmem._checks import check_number, check_random_state
+from tabmem._params import Params
 from tabmem._registry import Registry
 from tabmem.data.dtypes import category_dtypes, restore_dtypes
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 
-class Augmenter:
+class Augmenter(Params):
     """Base class of training-data augmenters (module docstring)."""
 
     name: ClassVar[str] = "base"
@@ -50,16 +50,6 @@ class Augmenter:
     needs_target: ClassVar[bool] = False
 
     # ------------------------------------------------------------ parameters
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-        params = inspect.signature(cls.__init__).parameters.values()
-        return [p.name for p in params if p.name != "self" and p.kind in kinds]
-
-    def get_params(self) -> dict[str, Any]:
-        """The constructor arguments (scikit-learn convention)."""
-        return {k: getattr(self, k) for k in self._param_names()}
-
     def _check_params(self) -> None:
         """Validate the constructor arguments (called by :meth:`fit`); errors name the argument."""
 
@@ -104,10 +94,6 @@ class Augmenter:
             {c: pd.Series(dtype=np.float64 if c in num else object) for c in self.schema_.columns},
             columns=list(self.schema_.columns),
         )
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
 
 #: name -> augmenter class; the built-in modules register on first lookup.

@@ -26,7 +26,6 @@ one, next to the holdout baseline.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem._checks import check_choice, check_number, check_positive_int, check_random_state
+from tabmem._params import Params
 from tabmem.callbacks import StopAtEpoch
 from tabmem.data.fingerprint import table_fingerprint
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
@@ -145,7 +145,7 @@ def retrain_table(
     return RetrainTable(out, pruned, int(keep.sum()), n_new)
 
 
-class DynamicCut:
+class DynamicCut(Params):
     """DynamicCut in memory (module docstring): ``fit(train, schema)`` runs both stages.
 
     Args:
@@ -272,8 +272,3 @@ class DynamicCut:
             quality=quality,
             random_state=random_state,
         )
-
-    def get_params(self) -> dict[str, Any]:
-        """The constructor arguments (scikit-learn convention)."""
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {k: getattr(self, k) for k in names}

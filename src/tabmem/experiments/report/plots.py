@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,6 +53,17 @@ ATTACK_COLOURS = {
 
 
 # ----------------------------------------------------------------------------- memorization
+
+
+def _rate_dot(ax, rate: float, ci: Any, y: float, label: str | None, color: str, zorder: int, **style: Any) -> None:
+    """A rate (in %) as a dot at height ``y``, its confidence interval as a horizontal error bar."""
+    err = ci_err(rate, ci)
+    xerr = None if err is None else 100 * np.array(err)
+    ax.errorbar(
+        100 * rate, y, xerr=xerr, fmt="o", color=color, ms=7, capsize=3, lw=1.2, zorder=zorder, label=label, **style
+    )
+
+
 @styled
 def rates_figure(cells: Sequence[Cell], labels: Sequence[str]) -> str | None:
     """Per cell: memorization rate next to the holdout rate (95% CIs), and their difference."""
@@ -68,34 +80,10 @@ def rates_figure(cells: Sequence[Cell], labels: Sequence[str]) -> str | None:
         rate, hold = finite(a.get("memorization_rate")), finite(a.get("holdout_memorization_rate"))
         if hold is not None:
             ax.plot([100 * hold, 100 * rate], [y, y], color="#C9CED6", lw=2, zorder=1)
-            err = ci_err(hold, a.get("holdout_memorization_rate_ci"))
-            ax.errorbar(
-                100 * hold,
-                y - 0.08,
-                xerr=None if err is None else 100 * np.array(err),
-                fmt="o",
-                mfc="white",
-                mec=BASE,
-                color=BASE,
-                ms=7,
-                capsize=3,
-                lw=1.2,
-                zorder=3,
-                label="holdout rows (real, never trained on)" if y == ys[0] else None,
-            )
-        err = ci_err(rate, a.get("memorization_rate_ci"))
-        ax.errorbar(
-            100 * rate,
-            y + 0.08,
-            xerr=None if err is None else 100 * np.array(err),
-            fmt="o",
-            color=SYNTH,
-            ms=7,
-            capsize=3,
-            lw=1.2,
-            zorder=4,
-            label="synthetic rows" if y == ys[0] else None,
-        )
+            label = "holdout rows (real, never trained on)" if y == ys[0] else None
+            _rate_dot(ax, hold, a.get("holdout_memorization_rate_ci"), y - 0.08, label, BASE, 3, mfc="white", mec=BASE)
+        label = "synthetic rows" if y == ys[0] else None
+        _rate_dot(ax, rate, a.get("memorization_rate_ci"), y + 0.08, label, SYNTH, 4)
     ax.set_yticks(ys, [lab for lab, _ in rows])
     ax.set_ylim(-0.6, n - 0.4)
     ax.set_xlabel("rows flagged as replicas of a training row (%)")
@@ -234,22 +222,11 @@ def epochs_figure(training: Training, audit: Audit | None) -> str | None:
         for group, colour, n_g in (("top", SYNTH, n_top), ("nontop", BASE, n_non)):
             name = f"Top {q:.0%}" if group == "top" else "Non-top"
             suffix = f" (n={n_g:,})" if isinstance(n_g, int) else ""
-            bx.plot(
-                traj["epoch"],
-                100 * traj[f"{group}_frac_ever_memorized"],
-                "-",
-                color=colour,
-                lw=1.8,
-                label=f"{name}{suffix}: memorized so far",
-            )
-            bx.plot(
-                traj["epoch"],
-                100 * traj[f"{group}_frac_memorized"],
-                ":",
-                color=colour,
-                lw=1.4,
-                label=f"{name}: memorized at this epoch",
-            )
+            for column, style, lw, label in (
+                ("frac_ever_memorized", "-", 1.8, f"{name}{suffix}: memorized so far"),
+                ("frac_memorized", ":", 1.4, f"{name}: memorized at this epoch"),
+            ):
+                bx.plot(traj["epoch"], 100 * traj[f"{group}_{column}"], style, color=colour, lw=lw, label=label)
         bx.set_ylim(0, 102)
         bx.set_xlabel("epoch")
         bx.set_ylabel("records (%)")
