@@ -19,7 +19,8 @@ from scipy.stats.contingency import association
 
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.metrics.trend import Trend, _constant, _correlations, _pearson, column_pair_trends, discretize
+from tabmem.metrics.base import prepare_tables
+from tabmem.metrics.trend import Trend, _constant, _correlations, _pearson, column_pair_trends, cramers_v, discretize
 
 
 def _edges(v: np.ndarray, n_bins: int) -> np.ndarray:
@@ -251,10 +252,27 @@ def test_discretize_counts_edges_at_or_below_each_value():
     assert discretize(v, edges).tolist() == [1, 1, 1, 2, 2, 3]
 
 
-def test_column_pair_trends_defaults_score_every_pair():
-    real, syn, schema = _tables(10, False)
-    table = column_pair_trends(real.astype({"k": object, "j": object}), syn, schema)
+def test_column_pair_trends_defaults_score_every_pair_with_ten_bins_per_table():
+    real, syn, schema = _tables(10, True)
+    prep, _ = prepare_tables(real, syn, schema, nan="match")
+    table = column_pair_trends(prep.real, prep.synthetic, schema)
     assert table["meets_threshold"].all() and len(table) == 10
+    pd.testing.assert_frame_equal(table, Trend().evaluate(real, syn, schema).breakdown)
+    _check(Trend().evaluate(real, syn, schema), _reference_pairs(real, syn, schema))
+
+
+def test_discretize_accepts_object_arrays_and_cramers_v_of_one_row_is_nan_without_warning():
+    assert discretize(np.array([0.0, 1.0, np.nan], dtype=object)).tolist() == [1, 11, 11]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(cramers_v(np.array([[3, 4]])))
+        assert np.isnan(cramers_v(np.array([[0, 0], [0, 0]])))
+
+
+def test_a_single_column_has_no_pairs():
+    df = pd.DataFrame({"a": [1.0, 2.0, 3.0]})
+    res = Trend().evaluate(df, df, Schema(("a",), ("a",), ()))
+    assert res.value is None and res.details["n_pairs_total"] == 0 and res.details["n_pairs_scored"] == 0
 
 
 @pytest.mark.parametrize(
