@@ -69,6 +69,8 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
             "tests/neighbors/test_norms.py",
             "tests/memorization/test_replicas.py",
             "tests/memorization/test_extreme_magnitudes.py",
+            "tests/neighbors/test_fang2024_kernel.py",
+            "tests/neighbors/test_fang2024_pruned.py",
         ],
         [],
     ),
@@ -77,7 +79,16 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
         ["tests/neighbors/test_index.py", "tests/memorization/test_replicas.py"],
         [],
     ),
-    "levenshtein": (["src/tabmem/neighbors/levenshtein.py"], ["tests/attacks/test_levenshtein.py"], []),
+    "levenshtein": (
+        ["src/tabmem/neighbors/levenshtein.py"],
+        [
+            "tests/attacks/test_levenshtein.py",
+            "tests/neighbors/test_levenshtein_bag_bound.py",
+            "tests/neighbors/test_levenshtein_contract.py",
+            "tests/neighbors/test_levenshtein_workers.py",
+        ],
+        [],
+    ),
     "evaluation": (["src/tabmem/attacks/evaluation.py"], ["tests/attacks/test_evaluation.py"], []),
     "tlp": (
         ["src/tabmem/defenses/tlp.py", "src/tabmem/defenses/tlp_search.py"],

@@ -54,7 +54,8 @@ class TableEncoder:
                 self.min_ = self.max_ = self.mean_ = self.std_ = np.zeros(num.shape[1])
         for arr in (self.min_, self.max_, self.mean_, self.std_):
             arr[np.isnan(arr)] = 0.0  # an all-NaN column: no spread
-        self.range_ = self.max_ - self.min_
+        with np.errstate(over="ignore"):  # a spread beyond float64 is inf, and says so without a warning
+            self.range_ = self.max_ - self.min_
         self.n_train_ = len(clean)
         return self
 
