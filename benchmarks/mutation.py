@@ -71,12 +71,19 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
             "tests/memorization/test_extreme_magnitudes.py",
             "tests/neighbors/test_fang2024_kernel.py",
             "tests/neighbors/test_fang2024_pruned.py",
+            "tests/neighbors/test_gower_l2_kernels.py",
+            "tests/neighbors/test_distance_helpers.py",
         ],
         [],
     ),
     "blocked": (
         ["src/tabmem/neighbors/blocked.py", "src/tabmem/neighbors/index.py"],
-        ["tests/neighbors/test_index.py", "tests/memorization/test_replicas.py"],
+        [
+            "tests/neighbors/test_index.py",
+            "tests/memorization/test_replicas.py",
+            "tests/neighbors/test_blocked_search_contract.py",
+            "tests/neighbors/test_index_contract.py",
+        ],
         [],
     ),
     "levenshtein": (

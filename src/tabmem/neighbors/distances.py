@@ -58,6 +58,7 @@ from scipy.linalg.blas import sgemm
 from tabmem._registry import Registry
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema, ValidatedTable, validate
+from tabmem.errors import SchemaError
 
 __all__ = [
     "DISTANCES",
@@ -240,6 +241,23 @@ class Distance:
     # ------------------------------------------------------------------ helpers
     def _fit_extra(self) -> None:
         pass
+
+    def _refuse_unscalable_reference(self) -> None:
+        """One line instead of NaN distances when the encoder's scale sends a reference value past float64.
+
+        Only an encoder fitted on another table can do that (``fit(None, encoder=..., clean=...)``):
+        two such values would both be inf, and inf - inf would hide an exact copy.
+        """
+        bad = np.isinf(self.ref_.num).any(axis=0)  # type: ignore[union-attr]
+        if bad.any():
+            column = self.schema_.numerical[int(np.argmax(bad))]
+            raise SchemaError(
+                "reference",
+                [
+                    f"column {column!r}: values lie beyond the float64 range once scaled by the encoder; "
+                    "fit the encoder on the reference table"
+                ],
+            )
 
     def _indicator_cols(self, miss: np.ndarray) -> np.ndarray:
         return miss[:, self._nan_cols] if self._nan_cols.any() else np.zeros((miss.shape[0], 0), dtype=bool)
@@ -719,9 +737,13 @@ class GowerDistance(Distance):
         return q
 
     def _fit_extra(self) -> None:
+        self._refuse_unscalable_reference()
         self._ref_aug_t = np.ascontiguousarray(self.ref_.aug.T)  # type: ignore[union-attr]
         self._ref_miss_t = np.ascontiguousarray(self.ref_.miss.T)
         self._ref_has_nan = self.ref_.miss.any(axis=0)
+        # an encoder fitted on another table can put reference values outside [0, 1]: clip those columns too
+        aug = self.ref_.aug  # type: ignore[union-attr]
+        self._ref_outside = (aug.min(axis=0) < 0) | (aug.max(axis=0) > 1) if len(aug) else np.zeros(aug.shape[1], bool)
 
     def block(self, q: Queries, rows: slice) -> Block:
         ref_t = self._ref_aug_t
@@ -730,7 +752,7 @@ class GowerDistance(Distance):
         n = self.n_ref
         key = np.empty((n_rows, n), dtype=np.float32)
         qmiss = q.miss[rows]
-        clip = [bool((b[:, c].min() < 0) or (b[:, c].max() > 1)) for c in range(k)]
+        clip = [bool(self._ref_outside[c] or (b[:, c].min() < 0) or (b[:, c].max() > 1)) for c in range(k)]
         nan_cols = [bool(qmiss[:, c].any() or self._ref_has_nan[c]) for c in range(k)]
         cols = [np.ascontiguousarray(b[:, c : c + 1]) for c in range(k)]
         width = max(256, (_TILE_BYTES // 2) // (4 * max(n_rows, 1)))
@@ -823,6 +845,7 @@ class L2Distance(Distance):
         return q
 
     def _fit_extra(self) -> None:
+        self._refuse_unscalable_reference()
         self._ref_sq_max = float(self.ref_.sq.max()) if len(self.ref_) else 0.0  # type: ignore[union-attr]
         self._dim = self.ref_.aug.shape[1]  # type: ignore[union-attr]
 
