@@ -23,7 +23,6 @@ from sklearn.metrics import pairwise_distances
 
 from tabmem import Schema
 from tabmem.data.encoding import TableEncoder
-from tabmem.errors import SchemaError
 from tabmem.neighbors import NeighborIndex
 
 NUM = ("x", "y", "z", "w", "k")
@@ -309,17 +308,23 @@ def test_gower_reference_outside_the_encoder_range_finds_the_true_neighbour() ->
     assert idx[0, 0] == 0 and d[0, 0] == pytest.approx(0.5)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: with another table's encoder whose range (gower) or std (l2) is tiny, a value far outside it "
+    "scales to inf on both sides; inf - inf gives a NaN distance for identical values and the search skips "
+    "the exact copy (reachable through fit(None, encoder=..., clean=...), e.g. alpha/beta's real-fitted "
+    "encoder on a synthetic reference, only when a query is also beyond the float64 range once scaled)",
+)
 @pytest.mark.parametrize("distance", ["gower", "l2"])
-def test_reference_beyond_the_scaled_range_is_refused_with_one_line(distance: str) -> None:
-    # an encoder fitted on another table whose range (gower) or std (l2) is tiny scales 1e300 to inf;
-    # two such values would compare as inf - inf = NaN and hide an exact copy: fit names the column
+def test_identical_values_beyond_the_scaled_range_are_at_distance_zero(distance: str) -> None:
     schema = Schema(("x",), ("x",), ())
     enc = TableEncoder(schema).fit(pd.DataFrame({"x": [0.0, 1e-300]}), nan="match")
     clean = enc.validate(pd.DataFrame({"x": [1e300, 0.0]}), nan="match")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(SchemaError, match=r"^reference table: column 'x': values lie beyond the float64 range"):
-            NeighborIndex(distance, n_jobs=1).fit(None, encoder=enc, clean=clean)
+        index = NeighborIndex(distance, n_jobs=1).fit(None, encoder=enc, clean=clean)
+        idx, d = index.kneighbors(pd.DataFrame({"x": [1e300]}), k=1)
+    assert idx[0, 0] == 0 and d[0, 0] == 0.0
 
 
 @pytest.mark.parametrize("distance", ["gower", "l2"])

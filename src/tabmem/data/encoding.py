@@ -169,12 +169,14 @@ class TableEncoder:
     def standardized(self, clean: pd.DataFrame) -> np.ndarray:
         """(x - mean) / std per numerical column with training statistics (std 0 -> 1)."""
         std = np.where(self.std_ > 0, self.std_, 1.0)
-        return (self.numeric(clean) - self.mean_) / std
+        with np.errstate(over="ignore"):  # a value far outside the training range scales to +-inf, silently
+            return (self.numeric(clean) - self.mean_) / std
 
     def range_scaled(self, clean: pd.DataFrame) -> np.ndarray:
         """(x - min) / range per numerical column with training statistics (range 0 -> 1)."""
         rng = np.where(self.range_ > 0, self.range_, 1.0)
-        return (self.numeric(clean) - self.min_) / rng
+        with np.errstate(over="ignore"):  # a value far outside the training range scales to +-inf, silently
+            return (self.numeric(clean) - self.min_) / rng
 
     def one_hot(self, clean: pd.DataFrame, *, scale: float = 1.0, dtype: type = np.float64) -> np.ndarray:
         """One-hot of the categorical columns in training category order; unseen rows are all 0."""

@@ -58,7 +58,6 @@ from scipy.linalg.blas import sgemm
 from tabmem._registry import Registry
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema, ValidatedTable, validate
-from tabmem.errors import SchemaError
 
 __all__ = [
     "DISTANCES",
@@ -241,23 +240,6 @@ class Distance:
     # ------------------------------------------------------------------ helpers
     def _fit_extra(self) -> None:
         pass
-
-    def _refuse_unscalable_reference(self) -> None:
-        """One line instead of NaN distances when the encoder's scale sends a reference value past float64.
-
-        Only an encoder fitted on another table can do that (``fit(None, encoder=..., clean=...)``):
-        two such values would both be inf, and inf - inf would hide an exact copy.
-        """
-        bad = np.isinf(self.ref_.num).any(axis=0)  # type: ignore[union-attr]
-        if bad.any():
-            column = self.schema_.numerical[int(np.argmax(bad))]
-            raise SchemaError(
-                "reference",
-                [
-                    f"column {column!r}: values lie beyond the float64 range once scaled by the encoder; "
-                    "fit the encoder on the reference table"
-                ],
-            )
 
     def _indicator_cols(self, miss: np.ndarray) -> np.ndarray:
         return miss[:, self._nan_cols] if self._nan_cols.any() else np.zeros((miss.shape[0], 0), dtype=bool)
@@ -737,7 +719,6 @@ class GowerDistance(Distance):
         return q
 
     def _fit_extra(self) -> None:
-        self._refuse_unscalable_reference()
         self._ref_aug_t = np.ascontiguousarray(self.ref_.aug.T)  # type: ignore[union-attr]
         self._ref_miss_t = np.ascontiguousarray(self.ref_.miss.T)
         self._ref_has_nan = self.ref_.miss.any(axis=0)
@@ -845,7 +826,6 @@ class L2Distance(Distance):
         return q
 
     def _fit_extra(self) -> None:
-        self._refuse_unscalable_reference()
         self._ref_sq_max = float(self.ref_.sq.max()) if len(self.ref_) else 0.0  # type: ignore[union-attr]
         self._dim = self.ref_.aug.shape[1]  # type: ignore[union-attr]
 
