@@ -96,7 +96,11 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
         ],
         [],
     ),
-    "evaluation": (["src/tabmem/attacks/evaluation.py"], ["tests/attacks/test_evaluation.py"], []),
+    "evaluation": (
+        ["src/tabmem/attacks/evaluation.py"],
+        ["tests/attacks/test_evaluation.py", "tests/attacks/test_edge_cases.py", "tests/attacks/test_tpr_ci.py"],
+        [],
+    ),
     "tlp": (
         ["src/tabmem/defenses/tlp.py", "src/tabmem/defenses/tlp_search.py"],
         ["tests/defenses/test_tlp.py", "tests/defenses/test_tlp_search.py"],
