@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy.stats import chi2_contingency
 
 from tabmem.data.schema import Schema
 
@@ -25,3 +26,14 @@ def mixed_table(n: int = 120, seed: int = 0) -> tuple[pd.DataFrame, Schema]:
 
 
 TINY_DDPM = {"layers": [16], "dim_t": 8, "num_timesteps": 5, "batch_size": 32, "lr": 3e-3}
+
+
+def bergsma_cramers_v(a, b) -> float:
+    """Bias-corrected Cramér's V computed from scipy's chi-square (Bergsma 2013): the reference."""
+    table = pd.crosstab(a, b).to_numpy()
+    chi2 = chi2_contingency(table, correction=False).statistic
+    n = table.sum()
+    r, k = table.shape
+    phi2 = max(0.0, chi2 / n - (k - 1) * (r - 1) / (n - 1))
+    rc, kc = r - (r - 1) ** 2 / (n - 1), k - (k - 1) ** 2 / (n - 1)
+    return float(np.sqrt(phi2 / min(kc - 1, rc - 1)))

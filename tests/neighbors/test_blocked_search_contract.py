@@ -30,6 +30,13 @@ def truth(d: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return idx, dist
 
 
+def assert_equals_truth(got: tuple[np.ndarray, np.ndarray], d: np.ndarray, k: int) -> None:
+    """The search's neighbours and distances are the brute force's, exactly."""
+    want = truth(d, k)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
 class MatrixDistance:
     """A distance given by its exact matrix; fast keys = exact + noise, ``|noise| <= margin``.
 
@@ -107,10 +114,7 @@ def test_dense_search_is_exact_under_adversarial_keys_and_ties(k: int) -> None:
     noise = rng.uniform(-0.3, 0.3, (n_q, n_ref))
     noise[::3] = -0.3 * np.sign(d[::3] - d[::3].mean(axis=1, keepdims=True))  # keys invert the true order
     dist = MatrixDistance(d, noise, margin)
-    got_idx, got_d = kneighbors(dist, range(n_q), k, block_rows=7, n_jobs=1)
-    want_idx, want_d = truth(d, k)
-    np.testing.assert_array_equal(got_idx, want_idx)
-    np.testing.assert_array_equal(got_d, want_d)
+    assert_equals_truth(kneighbors(dist, range(n_q), k, block_rows=7, n_jobs=1), d, k)
 
 
 @pytest.mark.parametrize("k", [1, 2, 4])
@@ -122,9 +126,7 @@ def test_dense_search_with_exact_keys_and_near_ties(k: int) -> None:
     noise = rng.uniform(-1e-7, 1e-7, (n_q, n_ref))
     dist = MatrixDistance(d, noise, np.full(n_q, 1e-7))
     got = kneighbors(dist, range(n_q), k, block_rows=8, n_jobs=1)
-    want = truth(d, k)
-    np.testing.assert_array_equal(got[0], want[0])
-    np.testing.assert_array_equal(got[1], want[1])
+    assert_equals_truth(got, d, k)
 
 
 def test_rows_whose_keys_carry_no_information_are_evaluated_against_every_row() -> None:
@@ -135,9 +137,7 @@ def test_rows_whose_keys_carry_no_information_are_evaluated_against_every_row() 
     margin[[0, 5, 11]] = np.inf  # their keys are all zero: nothing to learn from them
     dist = MatrixDistance(d, None, margin)
     got = kneighbors(dist, range(n_q), k, block_rows=4, n_jobs=1)
-    want = truth(d, k)
-    np.testing.assert_array_equal(got[0], want[0])
-    np.testing.assert_array_equal(got[1], want[1])
+    assert_equals_truth(got, d, k)
 
 
 def test_well_separated_rows_are_proven_from_the_candidates_alone() -> None:
@@ -157,9 +157,7 @@ def test_well_separated_rows_are_proven_from_the_candidates_alone() -> None:
 def test_pruned_search_is_exact_and_never_evaluates_the_dense_block(k: int, integer_e: bool) -> None:
     dist = categorical_toy(k, 30, 200, integer_e=integer_e)
     got = kneighbors(dist, range(30), k, block_rows=10, n_jobs=1)
-    want = truth(dist.d, k)
-    np.testing.assert_array_equal(got[0], want[0])
-    np.testing.assert_array_equal(got[1], want[1])
+    assert_equals_truth(got, dist.d, k)
     # selective pruning (module docstring, step 0): a small share of the pairs, no dense block
     assert dist.pruned_calls == [(0, 10), (10, 20), (20, 30)] and dist.dense_calls == []
     assert dist.exact_pairs < 0.25 * 30 * 200
@@ -200,9 +198,7 @@ def test_pruned_bound_keeps_rows_tied_with_the_kth_distance() -> None:
     for k in (1, 3, 4, 5, 6, 7):
         dist = MatrixDistance(d, None, [1e-12], e=e, matches=matches, n_cat=n_cat, n_columns=m)
         got = kneighbors(dist, range(1), k, n_jobs=1)
-        want = truth(d, k)
-        np.testing.assert_array_equal(got[0], want[0])
-        np.testing.assert_array_equal(got[1], want[1])
+        assert_equals_truth(got, d, k)
 
 
 def test_pruned_search_with_fewer_matching_rows_than_k() -> None:
@@ -217,9 +213,7 @@ def test_pruned_search_with_fewer_matching_rows_than_k() -> None:
     for k in (2, 3, 4):
         dist = MatrixDistance(d, None, np.full(3, 1e-12), e=e, matches=matches, n_cat=n_cat, n_columns=m)
         got = kneighbors(dist, range(3), k, n_jobs=1)
-        want = truth(d, k)
-        np.testing.assert_array_equal(got[0], want[0])
-        np.testing.assert_array_equal(got[1], want[1])
+        assert_equals_truth(got, d, k)
 
 
 def test_unselective_pruning_falls_back_to_the_dense_search_for_the_remaining_blocks() -> None:
@@ -232,9 +226,7 @@ def test_unselective_pruning_falls_back_to_the_dense_search_for_the_remaining_bl
     d = (e + (n_cat - matches.astype(np.float64))) / (n_cat + 1)
     dist = MatrixDistance(d, None, np.full(n_q, 1e-12), e=e, matches=matches, n_cat=n_cat, n_columns=n_cat + 1)
     got = kneighbors(dist, range(n_q), 2, block_rows=5, n_jobs=1)
-    want = truth(d, 2)
-    np.testing.assert_array_equal(got[0], want[0])
-    np.testing.assert_array_equal(got[1], want[1])
+    assert_equals_truth(got, d, 2)
     assert dist.pruned_calls == [(0, 5)]
     assert dist.dense_calls == [(0, 5), (5, 10), (10, 15), (15, 20)]
 
@@ -386,9 +378,7 @@ def test_pruned_search_row_with_fewer_matching_rows_than_k_among_selective_rows(
     for k in (3, 4):
         dist = MatrixDistance(d, None, np.full(20, 1e-12), e=e, matches=matches, n_cat=6, n_columns=7)
         got = kneighbors(dist, range(20), k, n_jobs=1)
-        want = truth(d, k)
-        np.testing.assert_array_equal(got[0], want[0])
-        np.testing.assert_array_equal(got[1], want[1])
+        assert_equals_truth(got, d, k)
         assert dist.dense_calls == []  # the pruned search answered
 
 
@@ -404,9 +394,7 @@ def test_pruned_bound_slack_is_relative_for_many_categorical_columns() -> None:
     for k in (2, 3, 4):
         dist = MatrixDistance(d, None, [1e-12], e=e, matches=matches, n_cat=n_cat, n_columns=m)
         got = kneighbors(dist, range(1), k, n_jobs=1)
-        want = truth(d, k)
-        np.testing.assert_array_equal(got[0], want[0])
-        np.testing.assert_array_equal(got[1], want[1])
+        assert_equals_truth(got, d, k)
         assert dist.dense_calls == []
 
 
@@ -472,6 +460,4 @@ def test_per_row_key_units_are_converted_with_each_rows_own_scale(k: int) -> Non
     b = rng.integers(-40, 40, n_q) / 4.0
     dist = AffineDistance(d, a, b, noise, np.full(n_q, 0.125))
     got = kneighbors(dist, range(n_q), k, block_rows=5, n_jobs=1)
-    want = truth(d, k)
-    np.testing.assert_array_equal(got[0], want[0])
-    np.testing.assert_array_equal(got[1], want[1])
+    assert_equals_truth(got, d, k)
