@@ -259,8 +259,8 @@ def test_a_reference_row_beyond_2_40_ranges_is_not_missed():
     train = pd.DataFrame({"a": [0.0, 1.0]})
     enc = TableEncoder(schema).fit(train)
     t = 2.0**40
-    ref = pd.DataFrame({"a": [t - 50, t + 2, t - 60, t - 70]})  # row 1 is beyond 2^40, 2 from the query
-    queries = pd.DataFrame({"a": [t]})
+    ref = pd.DataFrame({"a": [t - 50, t + 2, t - 60, t - 70]})  # row 1 is beyond 2^40, 3 from the query
+    queries = pd.DataFrame({"a": [t - 1]})  # within 2^40: the fast pass bounds it
     want = brute_l1(train, ref, queries, schema).min(axis=1)
-    assert want[0] == 2.0
+    assert want[0] == 3.0
     np.testing.assert_array_equal(nearest_l1(enc, clean(enc, ref), clean(enc, queries)), want)
