@@ -108,22 +108,22 @@ def test_bad_option_names_itself(name, bad):
         LogisticDetection(**{name: bad}).evaluate(REAL, SYN, SCHEMA)
 
 
-@pytest.mark.xfail(strict=True, reason="n_splits=1 passes check_positive_int and sklearn raises its own ValueError")
 def test_one_fold_is_rejected_naming_n_splits():
-    with pytest.raises(TabmemError, match="n_splits"):
+    with pytest.raises(
+        TabmemError, match=r"^n_splits must be at least 2 \(one fold leaves no rows to test on\), got 1$"
+    ):
         LogisticDetection(n_splits=1).evaluate(REAL, SYN, SCHEMA)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fewer synthetic rows than folds: a test fold has one class, its AUC is NaN, "
-    "max(0.5, NaN) = 0.5 and the value is a perfect 1.0 instead of an error",
-)
 def test_fewer_rows_than_folds_is_rejected_not_scored_perfect():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with pytest.raises(TabmemError, match="n_splits"):
-            LogisticDetection(n_splits=3).evaluate(REAL, SYN.iloc[:2], SCHEMA)
+    # a test fold with one class has no AUC: scored as max(0.5, NaN) it used to give a perfect 1.0
+    with pytest.raises(
+        TabmemError, match=r"^n_splits=3 needs at least 3 rows in each table; the synthetic table has 2$"
+    ):
+        LogisticDetection(n_splits=3).evaluate(REAL, SYN.iloc[:2], SCHEMA)
+    with pytest.raises(TabmemError, match=r"^n_splits=4 needs at least 4 rows in each table; the real table has 3$"):
+        LogisticDetection(n_splits=4).evaluate(REAL.iloc[:3], SYN, SCHEMA)
+    assert 0.0 <= LogisticDetection(n_splits=3).evaluate(REAL.iloc[:3], SYN.iloc[:3], SCHEMA).value <= 1.0
 
 
 def test_only_convergence_warnings_are_taken_over(monkeypatch):
@@ -136,11 +136,6 @@ def test_only_convergence_warnings_are_taken_over(monkeypatch):
             LogisticDetection().evaluate(REAL, SYN, SCHEMA)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="catch_warnings(record=True) around the fit keeps every warning and only counts the "
-    "ConvergenceWarnings: any other warning of the fit (e.g. a numerical RuntimeWarning) is lost",
-)
 def test_other_fit_warnings_reach_the_caller(monkeypatch):
     monkeypatch.setattr(detection, "LogisticRegression", WarningLogisticRegression)
     with pytest.warns(RuntimeWarning, match="^numerical trouble$"):
