@@ -132,6 +132,7 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
             "tests/metrics/test_dcr_share_contract.py",
             "tests/metrics/test_dcr_share_margins.py",
             "tests/metrics/test_detection_contract.py",
+            "tests/metrics/test_detection_options.py",
         ],
         [],
     ),

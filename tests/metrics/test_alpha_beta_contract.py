@@ -111,19 +111,19 @@ def test_n_jobs_is_checked():
         AlphaPrecision(n_jobs=0).evaluate(real, syn, SCHEMA)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a synthetic value whose range-scaled feature overflows makes the synthetic centre inf: numpy warns "
-    "in alpha_beta_naive's quantiles and beta-recall drops to 0 (the scaling itself no longer warns)",
-)
-def test_a_synthetic_value_overflowing_the_scaling_raises_no_warning():
+def test_a_synthetic_value_overflowing_the_scaling_is_refused_in_one_line():
+    # (1e308 - min) / 0.3 is beyond float64: the synthetic centre and every norm to it would be inf
     real, syn = _tables()
     real["b"] = np.linspace(0.0, 0.3, 60)
-    syn.loc[4, "b"] = 1e308  # (1e308 - min) / 0.3 overflows to inf in the features
+    syn.loc[4, "b"] = 1e308
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        res = AlphaPrecision().evaluate(real, syn, SCHEMA)
-    assert 0.0 <= res.value <= 1.0
+        with pytest.raises(
+            TabmemError, match=r"^column 'b': synthetic row 4 lies beyond the float64 range once min-max"
+        ):
+            AlphaPrecision().evaluate(real, syn, SCHEMA)
+    syn.loc[4, "b"] = 1e300  # large, but finite once scaled: evaluated
+    assert 0.0 <= AlphaPrecision().evaluate(real, syn, SCHEMA).value <= 1.0
 
 
 def test_given_neighbours_are_used_as_given():
