@@ -73,6 +73,7 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
             "tests/neighbors/test_fang2024_pruned.py",
             "tests/neighbors/test_gower_l2_kernels.py",
             "tests/neighbors/test_distance_helpers.py",
+            "tests/neighbors/test_far_values.py",
         ],
         [],
     ),
