@@ -131,6 +131,7 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
             "tests/metrics/test_alpha_beta_contract.py",
             "tests/metrics/test_dcr_share_contract.py",
             "tests/metrics/test_detection_contract.py",
+            "tests/metrics/test_mle_contract.py",
         ],
         [],
     ),
