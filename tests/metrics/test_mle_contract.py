@@ -137,6 +137,15 @@ def test_categoricals_are_one_hot_over_the_real_levels_and_unseen_values_are_zer
     np.testing.assert_array_equal(cat_only.transform(test[["c", "y"]]), [[0, 1, 0], [0, 0, 0], [1, 0, 0]])
 
 
+def test_the_matrix_has_one_row_per_input_row_one_column_per_feature_and_one_dtype():
+    table = pd.DataFrame({"n": [1.0, 5.0, 3.0], "c": ["u", "w", "u"], "y": ["p", "q", "p"]})
+    shapes = {("n", "c", "y"): 1 + 2, ("c", "y"): 2, ("n", "y"): 1, ("y",): 0}  # no feature: an empty matrix
+    for cols, width in shapes.items():
+        schema = Schema(cols, tuple(c for c in cols if c == "n"), tuple(c for c in cols if c != "n"), "y", "binclass")
+        x = _features(table[list(cols)], table[list(cols)], schema).transform(table[list(cols)].iloc[:2])
+        assert x.shape == (2, width) and x.dtype == np.float32
+
+
 # ---------------------------------------------------------------------- protocol by hand
 def test_multiclass_selection_validation_scores_and_a_synthetic_only_class_equal_a_hand_run():
     real, test = _classes_table(180, 1), _classes_table(150, 2)
@@ -286,6 +295,23 @@ def test_fewer_than_nine_training_rows_is_an_error_nine_run():
         MLE(grid=GRID).evaluate(real, real.iloc[:8], BIN, test=test)
     res = MLE(grid=GRID, reference=False).evaluate(real, real.iloc[:9], BIN, test=test)  # 1 validation row
     assert res.details["n_configs"] == 4
+
+
+def test_an_empty_training_table_gets_the_row_count_error():
+    """evaluate_mle is also called on tables it did not validate: an empty one is the same clear error."""
+    real, test = _binary(30, 19), _binary(20, 20)
+    prep, extra = prepare_tables(real, real, BIN, extra_tables={"test": test})
+    with pytest.raises(TabmemError, match=_TOO_FEW.replace("got 8", "got 0")):
+        evaluate_mle(prep.encoder, prep.synthetic.iloc[:0], extra["test"], grid=GRID, random_state=0, n_jobs=1)
+
+
+@pytest.mark.xfail(strict=True, reason="bug: a schema with no feature besides the target reaches XGBoost, "
+                   "which fails with a raw XGBoostError (0 feature columns)")  # fmt: skip
+def test_a_table_without_features_is_a_clear_error():
+    real, test = _binary(30, 29), _binary(20, 30)
+    only_target = Schema(("y",), (), ("y",), "y", "binclass")
+    with pytest.raises(TabmemError, match="feature"):
+        MLE(grid=GRID).evaluate(real[["y"]], real[["y"]], only_target, test=test[["y"]])
 
 
 @pytest.mark.xfail(strict=True, reason="bug: the message names 18 rows but 9 are enough (n_val = len // 9 >= 1)")
