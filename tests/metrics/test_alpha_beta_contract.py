@@ -111,16 +111,53 @@ def test_n_jobs_is_checked():
         AlphaPrecision(n_jobs=0).evaluate(real, syn, SCHEMA)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a synthetic value whose range-scaled feature overflows makes the synthetic centre inf: numpy warns "
-    "in alpha_beta_naive's quantiles and beta-recall drops to 0 (the scaling itself no longer warns)",
-)
-def test_a_synthetic_value_overflowing_the_scaling_raises_no_warning():
+def test_a_synthetic_value_overflowing_the_scaling_is_refused_in_one_line():
+    # (1e308 - min) / 0.3 is beyond float64: the synthetic centre and every norm to it would be inf
     real, syn = _tables()
     real["b"] = np.linspace(0.0, 0.3, 60)
-    syn.loc[4, "b"] = 1e308  # (1e308 - min) / 0.3 overflows to inf in the features
+    syn.loc[4, "b"] = 1e308
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        res = AlphaPrecision().evaluate(real, syn, SCHEMA)
-    assert 0.0 <= res.value <= 1.0
+        with pytest.raises(
+            TabmemError, match=r"^column 'b': synthetic row 4 lies beyond the float64 range once min-max"
+        ):
+            AlphaPrecision().evaluate(real, syn, SCHEMA)
+    syn.loc[4, "b"] = 1e300  # large, but finite once scaled: evaluated
+    assert 0.0 <= AlphaPrecision().evaluate(real, syn, SCHEMA).value <= 1.0
+
+
+def test_given_neighbours_are_used_as_given():
+    # neighbours from elsewhere (the metric passes the blocked search's): real row 0 has its synthetic
+    # neighbour beyond its nearest real row, row 1 on it; scikit-learn's would cover both
+    x, y = np.array([[0.0], [1.0]]), np.array([[0.5]])
+    out = alpha_beta_naive(x, y, neighbors=(np.array([1.0, 1.0]), np.array([1.5, 1.0]), np.array([0, 0])))
+    # one synthetic row: its distance to the synthetic centre is 0 = every quantile, so C(a) = share covered
+    np.testing.assert_array_equal(out["coverage_curve"], np.full(30, 0.5))
+    assert alpha_beta_naive(x, y)["coverage_curve"][0] == 1.0
+
+
+def test_near_duplicate_rows_use_exact_distances():
+    # real rows (1, 1) and (1 - 3e-9, 1), a synthetic row 1e-9 from the first: the coverage decisions
+    # rest on differences of 1e-9, below the rounding of a |x|^2 - 2 x.y + |y|^2 distance
+    schema = Schema(("a", "b"), ("a", "b"), ())
+    real = pd.DataFrame({"a": [0.0, 1.0, 1 - 3e-9, 0.5, 0.25], "b": [0.0, 1.0, 1.0, 0.5, 0.75]})
+    syn = pd.DataFrame({"a": [1 - 1e-9, 0.3, 0.6], "b": [1.0, 0.2, 0.5]})
+    x, y = real.to_numpy(), syn.to_numpy()  # ranges 1, minima 0: the features are the values
+    prec, cov = _loops(x, y)
+    res = AlphaPrecision().evaluate(real, syn, schema)
+    np.testing.assert_array_equal(res.breakdown["coverage_curve"], cov)
+    np.testing.assert_array_equal(res.breakdown["precision_curve"], prec)
+
+
+def test_the_nearest_synthetic_row_on_the_far_side_of_the_features():
+    # from real row (1, 0): synthetic A (-0.01, 0) is nearest (d^2 1.0201) although its features
+    # point away from the query's (A.x < 0); B (0, 0.1581) and C (0, 0.1673) are farther.
+    # The real row (0, 0.15) at d^2 1.0225 sits between: only A covers (1, 0)
+    schema = Schema(("a", "b"), ("a", "b"), ())
+    real = pd.DataFrame({"a": [1.0, 0.0, 0.5], "b": [0.0, 0.15, 1.0]})
+    syn = pd.DataFrame({"a": [0.0, 0.0, -0.01], "b": [0.1581, 0.1673, 0.0]})
+    x, y = real.to_numpy(), syn.to_numpy()
+    prec, cov = _loops(x, y)
+    res = BetaRecall().evaluate(real, syn, schema)
+    np.testing.assert_array_equal(res.breakdown["coverage_curve"], cov)
+    assert cov[-1] > 0  # row (1, 0) is covered through A

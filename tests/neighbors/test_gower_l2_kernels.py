@@ -308,23 +308,49 @@ def test_gower_reference_outside_the_encoder_range_finds_the_true_neighbour() ->
     assert idx[0, 0] == 0 and d[0, 0] == pytest.approx(0.5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: with another table's encoder whose range (gower) or std (l2) is tiny, a value far outside it "
-    "scales to inf on both sides; inf - inf gives a NaN distance for identical values and the search skips "
-    "the exact copy (reachable through fit(None, encoder=..., clean=...), e.g. alpha/beta's real-fitted "
-    "encoder on a synthetic reference, only when a query is also beyond the float64 range once scaled)",
-)
 @pytest.mark.parametrize("distance", ["gower", "l2"])
 def test_identical_values_beyond_the_scaled_range_are_at_distance_zero(distance: str) -> None:
+    # another table's encoder with a tiny range/std: 1e300 scales past float64 on both sides
     schema = Schema(("x",), ("x",), ())
     enc = TableEncoder(schema).fit(pd.DataFrame({"x": [0.0, 1e-300]}), nan="match")
-    clean = enc.validate(pd.DataFrame({"x": [1e300, 0.0]}), nan="match")
+    clean = enc.validate(pd.DataFrame({"x": [1e300, 0.0, 2e300, -1e300]}), nan="match")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("error")
         index = NeighborIndex(distance, n_jobs=1).fit(None, encoder=enc, clean=clean)
-        idx, d = index.kneighbors(pd.DataFrame({"x": [1e300]}), k=1)
-    assert idx[0, 0] == 0 and d[0, 0] == 0.0
+        idx, d = index.kneighbors(pd.DataFrame({"x": [1e300, 2e300]}), k=1)
+        prepared = index.prepare(pd.DataFrame({"x": [1e300, -1e300]}))
+        pairs = index.distance_.pair_distances(prepared, np.array([0, 0, 0, 1, 1]), np.array([0, 2, 3, 3, 0]))
+    np.testing.assert_array_equal(idx[:, 0], [0, 2])
+    np.testing.assert_array_equal(d[:, 0], [0.0, 0.0])
+    # unequal raw values stay far apart: one range or more (gower clips at 1), beyond float64 (l2)
+    far = 1.0 if distance == "gower" else np.inf
+    np.testing.assert_array_equal(pairs, [0.0, far, far, 0.0, far])
+
+
+def test_l2_reference_rows_beyond_the_fast_range_are_found() -> None:
+    # an encoder fitted on another table (std 1) puts a reference row past the 2^40 fast-pass limit
+    # right next to a query inside it: the float32 pass cannot see that row, the search must
+    schema = Schema(("x",), ("x",), ())
+    enc = TableEncoder(schema).fit(pd.DataFrame({"x": [-1.0, 1.0]}), nan="match")
+    t = 2.0**40
+    ref = pd.DataFrame({"x": [t - 10.0, t + 1.0, t - 20.0, 3.0, t - 30.0, 0.0]})
+    index = NeighborIndex("l2", n_jobs=1).fit(None, encoder=enc, clean=enc.validate(ref, nan="match"))
+    idx, d = index.kneighbors(pd.DataFrame({"x": [t, 0.5, t + 1.0]}), k=2)
+    np.testing.assert_array_equal(idx, [[1, 0], [5, 3], [1, 0]])
+    np.testing.assert_array_equal(d, [[1.0, 10.0], [0.5, 2.5], [0.0, 11.0]])
+
+
+def test_gower_reference_outside_the_range_is_not_overestimated_by_float32() -> None:
+    # x is scaled by the encoder's range 1; near 1e8 float32 rounds to multiples of 8, so the fast pass
+    # would see the true neighbour (x gap 0.25) at a gap of 8 -> 1 and rank it behind three worse rows
+    schema = Schema(("x", "y"), ("x", "y"), ())
+    enc = TableEncoder(schema).fit(pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0]}), nan="match")
+    ref = pd.DataFrame({"x": [5.0, 6.0, 7.0, 1e8 + 4.125], "y": [0.25, 0.25, 0.25, 0.5]})
+    index = NeighborIndex("gower", n_jobs=1).fit(None, encoder=enc, clean=enc.validate(ref, nan="match"))
+    idx, d = index.kneighbors(pd.DataFrame({"x": [1e8 + 3.875], "y": [0.0]}), k=2)
+    # all values binary-exact: (0.25 + 0.5) / 2 for row 3, (1 + 0.25) / 2 for row 0
+    np.testing.assert_array_equal(idx, [[3, 0]])
+    np.testing.assert_array_equal(d, [[0.375, 0.625]])
 
 
 @pytest.mark.parametrize("distance", ["gower", "l2"])

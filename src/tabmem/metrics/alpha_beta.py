@@ -162,6 +162,13 @@ class AlphaPrecision(Metric):
             raise TabmemError("alpha-precision/beta-recall need at least 2 real rows")
         x = features(prep.encoder, prep.real, "range")
         y = features(prep.encoder, prep.synthetic, "range")
+        overflow = np.argwhere(~np.isfinite(y))
+        if len(overflow):  # its feature, the synthetic centre and every norm to it would be inf
+            row, col = overflow[0]
+            raise TabmemError(
+                f"column {prep.encoder.schema.numerical[col]!r}: synthetic row {row} lies beyond the float64 range "
+                "once min-max scaled by the real table; alpha-precision/beta-recall cannot be computed (drop or clip it)"
+            )
         nn = _blocked_neighbors(prep.encoder, prep.real, prep.synthetic, self.n_jobs)
         return alpha_beta_naive(x, y, neighbors=nn)
 

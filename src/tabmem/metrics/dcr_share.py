@@ -61,6 +61,11 @@ class TabSynL1Distance(Distance):
     def _fit_extra(self) -> None:
         ref = self.ref_
         self._ref_abs_max = float(ref.abs_sum.max()) if len(ref) else 0.0  # type: ignore[attr-defined]
+        # reference rows too far out for the float32 pass (a holdout outlier beyond 2^40 ranges): their
+        # keys become the lower bound |r|_inf - |q|_inf of the L1 distance (the one-hot part is >= 0)
+        self._wild_refs = np.flatnonzero(~ref.tame)  # type: ignore[operator]
+        num = ref.num[self._wild_refs]
+        self._wild_abs = np.abs(num).max(axis=1) if num.shape[1] else np.zeros(len(num))
 
     def block(self, q: Queries, rows: slice) -> Block:
         ref = self.ref_
@@ -87,6 +92,12 @@ class TabSynL1Distance(Distance):
             wild = ~q.tame[rows]
             margin = np.where(wild, np.inf, margin)
             key[wild] = 0.0
+        if len(self._wild_refs):
+            num = q.num[rows]
+            q_abs = np.abs(num).max(axis=1) if num.shape[1] else np.zeros(n_rows)
+            with np.errstate(over="ignore", invalid="ignore"):
+                low = np.minimum(np.maximum(self._wild_abs[None, :] - q_abs[:, None], 0.0) * (1 - 1e-6), 1e38)
+            key[:, self._wild_refs] = np.nan_to_num(low, nan=0.0)  # below float32's max: finite lower bounds
         qi = np.arange(rows.start, rows.start + n_rows)
 
         def exact(local_rows: np.ndarray, refs: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ from sklearn.preprocessing import RobustScaler
 
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NA_CATEGORY, Schema
+from tabmem.errors import TabmemError
 from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
 
 
@@ -97,7 +98,15 @@ class LogisticDetection(Metric):
     ) -> MetricResult:
         check_positive_int("n_splits", self.n_splits)
         check_positive_int("max_iter", self.max_iter)
+        if self.n_splits < 2:
+            raise TabmemError(f"n_splits must be at least 2 (one fold leaves no rows to test on), got {self.n_splits}")
         prep, _ = prepare_tables(real, synthetic, schema, nan="match")
+        for which, table in (("real", prep.real), ("synthetic", prep.synthetic)):
+            if len(table) < self.n_splits:  # a test fold would hold one class: its AUC is undefined
+                raise TabmemError(
+                    f"n_splits={self.n_splits} needs at least {self.n_splits} rows in each table; "
+                    f"the {which} table has {len(table)}"
+                )
         xr, xs = detection_features(prep.encoder, prep.real, prep.synthetic)
         x = np.concatenate([xr, xs])
         y = np.hstack([np.ones(len(xr)), np.zeros(len(xs))])
@@ -116,6 +125,9 @@ class LogisticDetection(Metric):
                 warnings.simplefilter("always", ConvergenceWarning)
                 model.fit(x[train_idx], y[train_idx])
             not_converged += any(issubclass(w.category, ConvergenceWarning) for w in caught)
+            for w in caught:  # every other warning of the fit reaches the caller as usual
+                if not issubclass(w.category, ConvergenceWarning):
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             auc = roc_auc_score(y[test_idx], model.predict_proba(x[test_idx])[:, 1])
             aucs.append(auc)
             scores.append(max(0.5, auc) * 2 - 1)

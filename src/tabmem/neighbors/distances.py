@@ -151,6 +151,24 @@ def _affine(x: np.ndarray, shift: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return out
 
 
+def _overflowed(scaled: np.ndarray, raw: np.ndarray) -> np.ndarray | None:
+    """``raw`` when some finite raw value scales past float64 (needed to compare such values exactly)."""
+    return raw if np.isinf(scaled).any() else None
+
+
+def _far_gaps(
+    q: "Queries", ref: "Queries", q_idx: np.ndarray, r_idx: np.ndarray, both: np.ndarray, scale: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scaled gaps ``(a - b) / scale[column]`` of the pairs whose scaled values both overflowed
+    (``both``), from the raw values: equal values are at 0, unequal ones at their true (usually
+    infinite) gap. (A scale so large that it needs a quarter frame never lets a value overflow.)"""
+    r, c = np.nonzero(both)
+    a, b = q.raw[q_idx[r], c], ref.raw[r_idx[r], c]  # type: ignore[index]
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = np.where(a == b, 0.0, (a - b) / scale[c])
+    return r, c, gap
+
+
 @dataclass
 class Queries:
     """Query rows prepared for one fitted distance (all arrays row-aligned)."""
@@ -164,6 +182,7 @@ class Queries:
     feats: np.ndarray | None = None  # l2: float64 features
     sq: np.ndarray | None = None  # l2: squared feature norms
     unorm: np.ndarray | None = None  # fang2024: norm of the centred, framed row
+    raw: np.ndarray | None = None  # gower/l2: raw numericals, kept only when a scaled value overflows
 
     def __len__(self) -> int:
         return self.num.shape[0]
@@ -173,9 +192,11 @@ class Queries:
 class Block:
     """Fast evaluation of a query block: ``key`` orders reference rows like the distance.
 
-    ``margin[i]`` bounds ``|key - exact key|`` for row i (``inf``: the row's keys carry no
-    information, every reference row must be evaluated exactly); ``exact(rows, refs)`` returns
-    exact float64 distances for pairs (block-local row index, reference index).
+    ``key - margin[i]`` is a lower bound of the exact key for row i (the search needs nothing
+    else: a key may overestimate by at most ``margin`` and underestimate by any amount, at the
+    cost of more exact evaluations; ``inf``: the row's keys carry no information, every
+    reference row must be evaluated exactly); ``exact(rows, refs)`` returns exact float64
+    distances for pairs (block-local row index, reference index).
     """
 
     key: np.ndarray
@@ -714,8 +735,10 @@ class GowerDistance(Distance):
         q = self._base_prepare(clean, scaled, indicators=False)
         q.miss = raw_nan
         q.num = np.where(raw_nan, np.nan, scaled)
-        with np.errstate(over="ignore"):  # far outside the range: inf in float32, clipped to 1 all the same
-            q.aug = np.asarray(np.where(raw_nan, 0.0, scaled), dtype=np.float32)
+        q.raw = _overflowed(scaled, raw)
+        # the fast pass sees values clamped to [-1, 2]: |a - b| clipped at 1 is unchanged when one side
+        # lies in [0, 1] and only shrinks otherwise (keys stay lower bounds), and no float32 overflow
+        q.aug = np.clip(np.where(raw_nan, 0.0, scaled), -1.0, 2.0).astype(np.float32)
         return q
 
     def _fit_extra(self) -> None:
@@ -789,6 +812,10 @@ class GowerDistance(Distance):
         a, t = q.num[q_idx], self.ref_.num[r_idx]
         with np.errstate(invalid="ignore"):
             part = np.minimum(np.abs(a - t), 1.0)
+        both = np.isinf(a) & np.isinf(t)
+        if both.any():  # two values beyond float64 once scaled: compare them in raw units
+            r, c, gap = _far_gaps(q, self.ref_, q_idx, r_idx, both, self._range)
+            part[r, c] = np.minimum(np.abs(gap), 1.0)
         am, tm = np.isnan(a), np.isnan(t)
         part = np.where(am | tm, (am != tm).astype(np.float64), part)
         return (part.sum(axis=1) + h) / self.n_columns_
@@ -809,8 +836,10 @@ class L2Distance(Distance):
     def prepare(self, clean: pd.DataFrame, *, fitting: bool = False) -> Queries:
         enc = self.encoder_
         std = np.where(enc.std_ > 0, enc.std_, 1.0)
-        z = _affine(enc.numeric(clean), enc.mean_, std)
+        raw = enc.numeric(clean)
+        z = _affine(raw, enc.mean_, std)
         q = self._base_prepare(clean, z, indicators=True)
+        q.raw = _overflowed(z, raw)
         q.num = np.where(q.miss, 0.0, z)
         feats = np.concatenate([q.num, q.onehot.astype(np.float64) / np.sqrt(2.0)], axis=1)
         absmax = np.abs(feats).max(axis=1) if feats.shape[1] else np.zeros(len(feats))
@@ -826,8 +855,16 @@ class L2Distance(Distance):
         return q
 
     def _fit_extra(self) -> None:
-        self._ref_sq_max = float(self.ref_.sq.max()) if len(self.ref_) else 0.0  # type: ignore[union-attr]
-        self._dim = self.ref_.aug.shape[1]  # type: ignore[union-attr]
+        ref = self.ref_
+        self._ref_sq_max = float(ref.sq.max()) if len(ref) else 0.0  # type: ignore[union-attr]
+        self._dim = ref.aug.shape[1]  # type: ignore[union-attr]
+        # reference rows too far out for the fast pass (possible with an encoder fitted on another
+        # table): their keys become the lower bound (|r|_inf - |q|_inf)^2 for tame queries
+        self._wild_refs = np.flatnonzero(~ref.tame)  # type: ignore[operator]
+        feats = ref.feats[self._wild_refs]  # type: ignore[index]
+        self._wild_abs = np.abs(feats).max(axis=1) if feats.shape[1] else np.zeros(0)
+        std = self.encoder_.std_
+        self._std = np.where(std > 0, std, 1.0)
 
     def block(self, q: Queries, rows: slice) -> Block:
         key = q.aug[rows] @ self.ref_.aug.T  # type: ignore[index,union-attr]  # squared distances (float32)
@@ -837,6 +874,13 @@ class L2Distance(Distance):
             if wild.any():
                 err = np.where(wild, np.inf, err)
                 key[wild] = 0.0
+        if len(self._wild_refs):
+            feats = q.feats[rows]  # type: ignore[index]
+            q_abs = np.abs(feats).max(axis=1) if feats.shape[1] else np.zeros(len(feats))
+            with np.errstate(over="ignore", invalid="ignore"):
+                gap = np.maximum(self._wild_abs[None, :] - q_abs[:, None], 0.0)
+                low = np.minimum(gap * gap * (1 - 1e-6), 1e38)  # below float32's max: a finite lower bound
+            key[:, self._wild_refs] = np.nan_to_num(low, nan=0.0)
         qi = np.arange(rows.start, rows.start + key.shape[0])
 
         def exact(local_rows: np.ndarray, refs: np.ndarray) -> np.ndarray:
@@ -851,6 +895,11 @@ class L2Distance(Distance):
         return Block(key=key, margin=err, exact=exact, key_to_distance=key_to_distance, distance_to_key=distance_to_key)
 
     def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
+        a, t = q.feats[q_idx], self.ref_.feats[r_idx]  # type: ignore[index]
         with np.errstate(over="ignore", invalid="ignore"):
-            diff = q.feats[q_idx] - self.ref_.feats[r_idx]  # type: ignore[index]
+            diff = a - t
+        both = np.isinf(a) & np.isinf(t)
+        if both.any():  # two values beyond float64 once standardised: compare them in raw units
+            r, c, gap = _far_gaps(q, self.ref_, q_idx, r_idx, both, self._std)
+            diff[r, c] = gap
         return norm_rows(diff)
