@@ -266,13 +266,14 @@ def test_the_default_grid_is_tabsyns_36_configurations(monkeypatch):
 
 
 # ---------------------------------------------------------------------------- edge cases
-def test_one_class_training_predicts_that_class_and_reports_an_undefined_auc_quietly():
+def test_one_class_training_predicts_that_class_and_scores_a_constant_auc_quietly():
     real, test = _binary(90, 13), _binary(60, 14)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no "ROC AUC is not defined" noise: the NaN is deliberate
+        warnings.simplefilter("error")
         res = MLE(grid=GRID, reference=False).evaluate(real, real.assign(y="yes"), BIN, test=test)
     constant = f1_score(test["y"], ["yes"] * len(test), average="macro")
-    assert res.value is None and np.isnan(res.details["synthetic"]["auc"])
+    # a constant prediction ranks no test row above another: the AUC of a constant score
+    assert res.value == roc_auc_score(test["y"] == "yes", np.zeros(len(test))) == 0.5
     assert res.details["synthetic"]["macro_f1"] == pytest.approx(constant, abs=1e-12)
     multi_real, multi_test = _classes_table(90, 15), _classes_table(60, 16)
     res = MLE(grid=GRID, reference=False).evaluate(multi_real, multi_real.assign(y="mid"), MULTI, test=multi_test)
@@ -305,16 +306,13 @@ def test_an_empty_training_table_gets_the_row_count_error():
         evaluate_mle(prep.encoder, prep.synthetic.iloc[:0], extra["test"], grid=GRID, random_state=0, n_jobs=1)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a schema with no feature besides the target reaches XGBoost, "
-                   "which fails with a raw XGBoostError (0 feature columns)")  # fmt: skip
 def test_a_table_without_features_is_a_clear_error():
     real, test = _binary(30, 29), _binary(20, 30)
     only_target = Schema(("y",), (), ("y",), "y", "binclass")
-    with pytest.raises(TabmemError, match="feature"):
+    with pytest.raises(TabmemError, match=r"^mle needs at least one feature column besides the target 'y'$"):
         MLE(grid=GRID).evaluate(real[["y"]], real[["y"]], only_target, test=test[["y"]])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the message names 18 rows but 9 are enough (n_val = len // 9 >= 1)")
 def test_the_minimum_the_message_names_is_the_real_minimum():
     real, test = _binary(90, 19), _binary(30, 20)
     with pytest.raises(TabmemError, match=_TOO_FEW) as err:
@@ -325,8 +323,6 @@ def test_the_minimum_the_message_names_is_the_real_minimum():
         MLE(grid=GRID, reference=False).evaluate(real, real.iloc[: named - 1], BIN, test=test)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a synthetic binary target with a label the real table lacks crashes "
-                   "in sklearn (3 classes, 2-D scores passed to roc_auc_score)")  # fmt: skip
 def test_binary_auc_with_an_extra_synthetic_label_scores_the_real_positive_class():
     real, test, syn = _binary(180, 21), _binary(120, 22), _binary(180, 23)
     syn.loc[::6, "y"] = "maybe"
@@ -335,8 +331,6 @@ def test_binary_auc_with_an_extra_synthetic_label_scores_the_real_positive_class
     assert res.value == pytest.approx(auc, abs=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: when the real table's first label is missing from the synthetic "
-                   "target, a synthetic-only label becomes the positive class and the AUC is NaN")  # fmt: skip
 def test_binary_auc_scores_the_real_positive_class_when_the_negative_label_is_missing():
     real, test, syn = _binary(180, 24), _binary(120, 25), _binary(180, 26)
     syn["y"] = syn["y"].replace({"no": "aaa"})  # synthetic labels: aaa / yes; real: no / yes
