@@ -331,6 +331,23 @@ def test_binary_auc_with_an_extra_synthetic_label_scores_the_real_positive_class
     assert res.value == pytest.approx(auc, abs=1e-6)
 
 
+def test_binary_auc_without_the_real_positive_label_in_training_is_a_constant_score():
+    # synthetic labels no / maybe: the real positive "yes" is never predicted, its probability is 0 for every row
+    real, test, syn = _binary(180, 31), _binary(120, 32), _binary(180, 33)
+    syn["y"] = syn["y"].replace({"yes": "maybe"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = MLE(grid=GRID, random_state=1, reference=False).evaluate(real, syn, BIN, test=test)
+    assert res.value == 0.5
+
+
+def test_a_real_target_with_one_label_has_no_positive_class_and_no_auc():
+    real, test = _binary(90, 34), _binary(60, 35)
+    real["y"], test["y"] = "yes", "yes"
+    res = MLE(grid=GRID, reference=False).evaluate(real, _binary(90, 36), BIN, test=test)
+    assert res.value is None and np.isnan(res.details["synthetic"]["auc"])
+
+
 def test_binary_auc_scores_the_real_positive_class_when_the_negative_label_is_missing():
     real, test, syn = _binary(180, 24), _binary(120, 25), _binary(180, 26)
     syn["y"] = syn["y"].replace({"no": "aaa"})  # synthetic labels: aaa / yes; real: no / yes
