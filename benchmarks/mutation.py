@@ -134,6 +134,7 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
             "tests/metrics/test_dcr_share_margins.py",
             "tests/metrics/test_detection_contract.py",
             "tests/metrics/test_detection_options.py",
+            "tests/metrics/test_mle_contract.py",
         ],
         [],
     ),

@@ -212,6 +212,32 @@ def test_well_separated_neighbours_are_proved_from_the_fast_keys(monkeypatch):
     assert sum(pairs) == 2 * len(queries)
 
 
+def test_far_reference_rows_get_keys_that_rule_them_out(monkeypatch):
+    # three reference rows beyond 2^40 training ranges: their lower-bound keys (|r| - |q| ~ 2.6e13 ranges)
+    # keep them out of the candidates, so still only the k + 1 = 2 candidates per row are computed exactly
+    schema = Schema(("a", "c"), ("a",), ("c",))
+    train = pd.DataFrame({"a": np.arange(40.0), "c": ["x", "y"] * 20})
+    far = pd.DataFrame({"a": [1e15, -2e15, 3e15], "c": ["x", "y", "x"]})
+    ref = pd.concat([far.iloc[:1], train, far.iloc[1:]], ignore_index=True)
+    queries = pd.DataFrame({"a": [3.25, 17.25, 30.25, 0.25, 38.75], "c": ["y", "y", "x", "x", "y"]})
+    enc = TableEncoder(schema).fit(train)
+    index = NeighborIndex(TabSynL1Distance(), n_jobs=1).fit(None, encoder=enc, clean=clean(enc, ref))
+    assert index.distance_.ref_.tame.tolist() == [False] + [True] * 40 + [False, False]
+    pairs = []
+    original = index.distance_.pair_distances
+
+    def counting(q, q_idx, r_idx):
+        pairs.append(len(q_idx))
+        return original(q, q_idx, r_idx)
+
+    monkeypatch.setattr(index.distance_, "pair_distances", counting)
+    idx, d = index.kneighbors(index.distance_.prepare(clean(enc, queries)), k=1)
+    want = brute_l1(train, ref, queries, schema)
+    np.testing.assert_array_equal(idx[:, 0], want.argmin(axis=1))
+    np.testing.assert_allclose(d[:, 0], want.min(axis=1), rtol=1e-12)
+    assert sum(pairs) == 2 * len(queries)
+
+
 U = 2.0**38  # rows beyond 2^40 training ranges (4 U) take the exact path
 
 
@@ -248,6 +274,29 @@ def test_a_difference_beyond_float64_is_inf_without_numpy_warnings():
         warnings.simplefilter("error")
         d = nearest_l1(enc, ref, queries)
     np.testing.assert_array_equal(d, [1.5e308 - 0.5, 0.25])
+
+
+def test_values_that_both_scale_past_float64_compare_in_raw_units_without_warnings():
+    # training range 1e-10: 1e308 and 2e308... scale to inf; the same value on both sides is at 0, not nan
+    schema = Schema(("a",), ("a",), ())
+    enc = TableEncoder(schema).fit(pd.DataFrame({"a": [0.0, 1e-10]}))
+    ref = enc.validate(pd.DataFrame({"a": [1e300, 0.0, 1.5e300, 5e-11]}))
+    queries = enc.validate(pd.DataFrame({"a": [1.5e300, 1e300, 2e300, 1e-10]}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = nearest_l1(enc, ref, queries)
+    # 2e300 vs 1.5e300: 5e299 / 1e-10 is beyond float64 as well; 1e-10 vs 5e-11: half a range
+    np.testing.assert_array_equal(d, [0.0, 0.0, np.inf, 0.5])
+
+
+def test_a_far_reference_row_whose_key_would_double_is_still_found():
+    # the far row (2e12 ranges, beyond 2^40) is nearest to the query at 1e12 (gap 1e12); the other two
+    # rows are 1.9e12 and 1.99e12 away: a key of twice the gap would leave it behind both and prove the wrong row
+    schema = Schema(("a",), ("a",), ())
+    enc = TableEncoder(schema).fit(pd.DataFrame({"a": [0.0, 1.0]}))
+    ref = pd.DataFrame({"a": [-0.9e12, -0.99e12, 2e12]})
+    d = nearest_l1(enc, clean(enc, ref), clean(enc, pd.DataFrame({"a": [1e12]})))
+    np.testing.assert_array_equal(d, [1e12])
 
 
 def test_a_reference_row_beyond_2_40_ranges_is_not_missed():

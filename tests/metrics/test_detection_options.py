@@ -115,6 +115,10 @@ def test_one_fold_is_rejected_naming_n_splits():
         LogisticDetection(n_splits=1).evaluate(REAL, SYN, SCHEMA)
 
 
+def test_two_folds_the_least_allowed_run_the_protocol():
+    _check(LogisticDetection(n_splits=2).evaluate(REAL, SYN, SCHEMA), n_splits=2, seed=0, max_iter=100)
+
+
 def test_fewer_rows_than_folds_is_rejected_not_scored_perfect():
     # a test fold with one class has no AUC: scored as max(0.5, NaN) it used to give a perfect 1.0
     with pytest.raises(

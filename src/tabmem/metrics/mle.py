@@ -86,21 +86,26 @@ class _Features:
         return np.hstack(parts).astype(np.float32) if parts else np.zeros((len(table), 0), np.float32)
 
 
-def _score(task: str, y_true: np.ndarray, model: Any, x: np.ndarray, classes: np.ndarray) -> dict[str, float]:
+def _score(
+    task: str, y_true: np.ndarray, model: Any, x: np.ndarray, classes: np.ndarray, positive: Any = None
+) -> dict[str, float]:
+    """Test scores; for ``binclass`` the AUC ranks ``positive`` (the real table's positive label)
+    by its predicted probability, whatever labels the training table held."""
     if task == "regression":
         pred = model.predict(x)
         return {"rmse": float(np.sqrt(mean_squared_error(y_true, pred))), "r2": float(r2_score(y_true, pred))}
     if model is None:  # one class only in training: constant prediction
         pred = np.full(len(y_true), classes[0], dtype=object)
-        proba = np.full(len(y_true), 0.5)
+        p = np.zeros((len(y_true), len(classes)))
     else:
         p = model.predict_proba(x)
         pred = classes[np.argmax(p, axis=1)]
-        proba = p[:, 1] if task == "binclass" and p.shape[1] == 2 else p
     out = {"macro_f1": float(f1_score(y_true.astype(str), pred.astype(str), average="macro"))}
     if task == "binclass":
-        positive = classes[1] if len(classes) > 1 else None
-        y_bin = (y_true == positive).astype(int) if positive is not None else np.zeros(len(y_true), int)
+        hit = np.flatnonzero(classes == positive)
+        # a label never trained on is never predicted: a constant score, AUC 0.5
+        proba = p[:, hit[0]] if len(hit) else np.zeros(len(y_true))
+        y_bin = (y_true == positive).astype(int)
         out["auc"] = float(roc_auc_score(y_bin, proba)) if len(np.unique(y_bin)) == 2 else float("nan")
     return out
 
@@ -123,13 +128,15 @@ def evaluate_mle(
     schema = encoder.schema
     task, target = schema.task, schema.target
     feats = _Features(encoder, train)
+    if not feats.num_cols and not feats.cat_cols:
+        raise TabmemError(f"mle needs at least one feature column besides the target {target!r}")
     x_all, x_test = feats.transform(train), feats.transform(test)
     rng = np.random.default_rng(random_state)
     perm = rng.permutation(len(train))
     n_val = len(train) // 9
     val_idx, fit_idx = perm[:n_val], perm[n_val:]
-    if n_val < 1 or len(fit_idx) < 2:
-        raise TabmemError(f"MLE needs at least 18 training rows (1/9 is held out for validation), got {len(train)}")
+    if n_val < 1:
+        raise TabmemError(f"MLE needs at least 9 training rows (1/9 is held out for validation), got {len(train)}")
     if task == "regression":
         y_all = train[target].to_numpy(np.float64)
         y_test = test[target].to_numpy(np.float64)
@@ -138,12 +145,11 @@ def evaluate_mle(
         y_raw = train[target].to_numpy(object)
         y_test = test[target].to_numpy(object)
         classes = np.array(sorted(set(y_raw[fit_idx].tolist())), dtype=object)
-        if task == "binclass":  # keep the positive class second (the real table's second category)
-            levels = [v for v in encoder.categories_[target].tolist()]
-            classes = np.array(
-                [v for v in levels if v in set(classes)] + [v for v in classes if v not in levels], dtype=object
-            )
         lookup = {v: i for i, v in enumerate(classes)}
+    # binclass: the positive label is the real table's second category, even where the training
+    # (synthetic) table lacks it or holds labels the real table does not
+    levels = encoder.categories_[target].tolist() if task == "binclass" else []
+    positive = levels[1] if len(levels) > 1 else None
     configs = expand_grid(grid)
 
     def fit(params: dict[str, Any], idx: np.ndarray) -> Any:
@@ -160,12 +166,12 @@ def evaluate_mle(
     results = []
     for params in configs:
         model = fit(params, fit_idx)
-        s = _score(task, y_val, model, x_all[val_idx], classes)
+        s = _score(task, y_val, model, x_all[val_idx], classes, positive)
         results.append(s.get(key, float("nan")))
     vals = np.array([sign * r if np.isfinite(r) else -np.inf for r in results])
     best = configs[int(np.argmax(vals))]
     model = fit(best, fit_idx)
-    test_scores = _score(task, y_test, model, x_test, classes)
+    test_scores = _score(task, y_test, model, x_test, classes, positive)
     return {"scores": test_scores, "best_params": best, "validation": results, "configs": configs}
 
 
