@@ -289,6 +289,22 @@ def test_values_that_both_scale_past_float64_compare_in_raw_units_without_warnin
     np.testing.assert_array_equal(d, [0.0, 0.0, np.inf, 0.5])
 
 
+def test_one_value_past_float64_against_a_finite_one_keeps_its_finite_gap():
+    # range 1: 1e308 stays finite, 1.5e308 - (-1e308) is past float64 only as a difference; with range 0.5
+    # the query 1e308 scales to 2e308 (inf) while the reference 0.85e308 scales to 1.7e308: gap 3e307
+    schema = Schema(("a",), ("a",), ())
+    enc = TableEncoder(schema).fit(pd.DataFrame({"a": [0.0, 0.5]}))
+    ref = enc.validate(pd.DataFrame({"a": [0.0, 0.85e308]}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = nearest_l1(enc, ref, enc.validate(pd.DataFrame({"a": [1e308]})))
+        back = nearest_l1(
+            enc, enc.validate(pd.DataFrame({"a": [1e308, -1e308]})), enc.validate(pd.DataFrame({"a": [0.85e308]}))
+        )
+    np.testing.assert_allclose(d, [3e307], rtol=1e-15)
+    np.testing.assert_allclose(back, [3e307], rtol=1e-15)
+
+
 def test_a_far_reference_row_whose_key_would_double_is_still_found():
     # the far row (2e12 ranges, beyond 2^40) is nearest to the query at 1e12 (gap 1e12); the other two
     # rows are 1.9e12 and 1.99e12 away: a key of twice the gap would leave it behind both and prove the wrong row

@@ -117,7 +117,7 @@ def test_l2_constant_column_values_beyond_float64_compare_in_raw_units() -> None
     # 1.5e308 are 2e308 and 2.5e308, both past float64; their distance is |1e308 - 1.5e308| / 1
     enc = TableEncoder(Schema(("x",), ("x",), ())).fit(pd.DataFrame({"x": [-1e308, -1e308]}), nan="match")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # standardising warns here (strict xfail below); not this test's subject
+        warnings.simplefilter("error")
         index = fit_on("l2", enc, pd.DataFrame({"x": [1.5e308, 1e308, 1.2e308]}))
         prepared = index.prepare(pd.DataFrame({"x": [1e308]}))
         queries = index.prepare(pd.DataFrame({"x": [1e308, 1.2e308]}))
@@ -130,12 +130,6 @@ def test_l2_constant_column_values_beyond_float64_compare_in_raw_units() -> None
     np.testing.assert_allclose(d, [[0.0, 2e307], [0.0, 2e307]], rtol=1e-15)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: _affine's quarter frame ((x/4 - shift/4) / (scale/4), used where x - shift overflows) divides "
-    "outside np.errstate: standardising 1e308 in an l2 column constant at -1e308 (std counts as 1) prints "
-    "'RuntimeWarning: overflow encountered in divide' (the value is inf, as intended)",
-)
 def test_l2_standardising_values_past_float64_warns_nothing() -> None:
     enc = TableEncoder(Schema(("x",), ("x",), ())).fit(pd.DataFrame({"x": [-1e308, -1e308]}), nan="match")
     with warnings.catch_warnings():
@@ -144,21 +138,20 @@ def test_l2_standardising_values_past_float64_warns_nothing() -> None:
         index.prepare(pd.DataFrame({"x": [1e308]}))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: l2 compares two values in raw units only when BOTH overflow once standardised; a query "
-    "past float64 (1e308 in a column constant at -1e308: 2e308) against a reference value that stays finite "
-    "(0.7e308: 1.7e308) gets inf instead of their finite distance 3e307, and the search returns another "
-    "row at inf (lowest index) as the nearest",
-)
 def test_l2_one_value_beyond_float64_against_a_finite_one_is_finite() -> None:
     enc = TableEncoder(Schema(("x",), ("x",), ())).fit(pd.DataFrame({"x": [-1e308, -1e308]}), nan="match")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the warning of the xfail above
+        warnings.simplefilter("error")
         index = fit_on("l2", enc, pd.DataFrame({"x": [-1e308, 0.7e308]}))  # standardised 0 and 1.7e308
         prepared = index.prepare(pd.DataFrame({"x": [1e308]}))
-    got = index.distance_.pair_distances(prepared, np.zeros(2, dtype=int), np.arange(2))
+        got = index.distance_.pair_distances(prepared, np.zeros(2, dtype=int), np.arange(2))
+        idx, _ = index.kneighbors(prepared, k=1)
+        # the other way round: the reference row past float64, the query finite
+        far_ref = fit_on("l2", enc, pd.DataFrame({"x": [1e308, -1e308]}))
+        back = far_ref.distance_.pair_distances(
+            far_ref.prepare(pd.DataFrame({"x": [0.7e308]})), np.zeros(2, int), np.arange(2)
+        )
     # 2e308 from row 0 (beyond float64: inf); 1e308 - 0.7e308 from row 1
     np.testing.assert_allclose(got, [np.inf, 3e307], rtol=1e-15)
-    idx, _ = index.kneighbors(prepared, k=1)
     assert idx[0, 0] == 1
+    np.testing.assert_allclose(back, [3e307, 1.7e308], rtol=1e-15)

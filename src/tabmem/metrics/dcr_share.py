@@ -114,9 +114,8 @@ class TabSynL1Distance(Distance):
         a, b = q.num[q_idx], self.ref_.num[r_idx]
         with np.errstate(over="ignore", invalid="ignore"):
             diff = a - b
-        both = np.isinf(a) & np.isinf(b)
-        if both.any():  # two values beyond float64 once scaled: equal ones at 0, others at their true gap
-            r, c, gap = _far_gaps(q, self.ref_, q_idx, r_idx, both, self._rng)
+        if q.raw is not None or self.ref_.raw is not None:  # values beyond float64 once scaled
+            r, c, gap = _far_gaps(q, self.ref_, q_idx, r_idx, a, b, self._rng, np.zeros(len(self._rng)))
             diff[r, c] = gap
         with np.errstate(over="ignore"):
             num = np.abs(diff).sum(axis=1)

@@ -147,7 +147,8 @@ def _affine(x: np.ndarray, shift: np.ndarray, scale: np.ndarray) -> np.ndarray:
     bad = ~np.isfinite(d) & np.isfinite(x)
     if bad.any():
         r, c = np.nonzero(bad)
-        out[r, c] = (np.ldexp(x[r, c], -2) - np.ldexp(shift[c], -2)) / np.ldexp(scale[c], -2)
+        with np.errstate(over="ignore"):  # a quotient beyond float64 is inf, its correct rounding
+            out[r, c] = (np.ldexp(x[r, c], -2) - np.ldexp(shift[c], -2)) / np.ldexp(scale[c], -2)
     return out
 
 
@@ -157,15 +158,39 @@ def _overflowed(scaled: np.ndarray, raw: np.ndarray) -> np.ndarray | None:
 
 
 def _far_gaps(
-    q: "Queries", ref: "Queries", q_idx: np.ndarray, r_idx: np.ndarray, both: np.ndarray, scale: np.ndarray
+    q: "Queries",
+    ref: "Queries",
+    q_idx: np.ndarray,
+    r_idx: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    scale: np.ndarray,
+    shift: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Scaled gaps ``(a - b) / scale[column]`` of the pairs whose scaled values both overflowed
-    (``both``), from the raw values: equal values are at 0, unequal ones at their true (usually
-    infinite) gap. (A scale so large that it needs a quarter frame never lets a value overflow.)"""
-    r, c = np.nonzero(both)
-    a, b = q.raw[q_idx[r], c], ref.raw[r_idx[r], c]  # type: ignore[index]
+    """``a - b`` for the pairs (rows ``r``, columns ``c``) where a scaled value overflowed to inf.
+
+    ``a``/``b`` are the scaled values ``(raw - shift) / scale`` of the pairs (query, reference);
+    the raw values of an overflowing side are in its ``Queries.raw``. Both sides past float64:
+    ``(raw_a - raw_b) / scale`` (equal values at 0, not nan); one side: the difference taken in a
+    quarter frame, so a value just past float64 against a finite one keeps its finite gap.
+    """
+    r, c = np.nonzero(np.isinf(a) | np.isinf(b))
+    av, bv = a[r, c], b[r, c]
     with np.errstate(over="ignore", invalid="ignore"):
-        gap = np.where(a == b, 0.0, (a - b) / scale[c])
+        gap = av - bv
+        inf_a, inf_b = np.isinf(av), np.isinf(bv)
+        both = inf_a & inf_b
+        if both.any():
+            ra, rb = q.raw[q_idx[r[both]], c[both]], ref.raw[r_idx[r[both]], c[both]]  # type: ignore[index]
+            gap[both] = np.where(ra == rb, 0.0, (ra - rb) / scale[c[both]])
+        for side, raws, rows, other, sign in (
+            (inf_a & ~inf_b, q.raw, q_idx, bv, 1.0),
+            (inf_b & ~inf_a, ref.raw, r_idx, av, -1.0),
+        ):
+            if side.any():
+                cc = c[side]
+                quarter = (np.ldexp(raws[rows[r[side]], cc], -2) - np.ldexp(shift[cc], -2)) / scale[cc]  # type: ignore[index]
+                gap[side] = sign * np.ldexp(quarter - np.ldexp(other[side], -2), 2)
     return r, c, gap
 
 
@@ -812,9 +837,8 @@ class GowerDistance(Distance):
         a, t = q.num[q_idx], self.ref_.num[r_idx]
         with np.errstate(invalid="ignore"):
             part = np.minimum(np.abs(a - t), 1.0)
-        both = np.isinf(a) & np.isinf(t)
-        if both.any():  # two values beyond float64 once scaled: compare them in raw units
-            r, c, gap = _far_gaps(q, self.ref_, q_idx, r_idx, both, self._range)
+        if q.raw is not None or self.ref_.raw is not None:  # values beyond float64 once scaled
+            r, c, gap = _far_gaps(q, self.ref_, q_idx, r_idx, a, t, self._range, self.encoder_.min_)
             part[r, c] = np.minimum(np.abs(gap), 1.0)
         am, tm = np.isnan(a), np.isnan(t)
         part = np.where(am | tm, (am != tm).astype(np.float64), part)
@@ -898,8 +922,8 @@ class L2Distance(Distance):
         a, t = q.feats[q_idx], self.ref_.feats[r_idx]  # type: ignore[index]
         with np.errstate(over="ignore", invalid="ignore"):
             diff = a - t
-        both = np.isinf(a) & np.isinf(t)
-        if both.any():  # two values beyond float64 once standardised: compare them in raw units
-            r, c, gap = _far_gaps(q, self.ref_, q_idx, r_idx, both, self._std)
+        if q.raw is not None or self.ref_.raw is not None:  # values beyond float64 once standardised
+            n = len(self._std)
+            r, c, gap = _far_gaps(q, self.ref_, q_idx, r_idx, a[:, :n], t[:, :n], self._std, self.encoder_.mean_)
             diff[r, c] = gap
         return norm_rows(diff)
