@@ -221,7 +221,10 @@ class Block:
     else: a key may overestimate by at most ``margin`` and underestimate by any amount, at the
     cost of more exact evaluations; ``inf``: the row's keys carry no information, every
     reference row must be evaluated exactly); ``exact(rows, refs)`` returns exact float64
-    distances for pairs (block-local row index, reference index).
+    distances for pairs (block-local row index, reference index). Keys are lowered below the
+    exact key only for reference rows outside their encoder's range (an encoder fitted on another
+    table); with the reference's own encoder ``|key - exact key| <= margin`` holds both ways, which
+    the Monte Carlo attack's counting (``attacks.montecarlo``, its own encoder) relies on.
     """
 
     key: np.ndarray
