@@ -274,6 +274,14 @@ def test_a_difference_beyond_float64_is_inf_without_numpy_warnings():
         warnings.simplefilter("error")
         d = nearest_l1(enc, ref, queries)
     np.testing.assert_array_equal(d, [1.5e308 - 0.5, 0.25])
+    # two columns whose differences are finite but whose sum is not: inf, also without a warning
+    two = Schema(("a", "b"), ("a", "b"), ())
+    enc2 = TableEncoder(two).fit(pd.DataFrame({"a": [0.0, 1.0], "b": [0.0, 1.0]}))
+    ref2 = enc2.validate(pd.DataFrame({"a": [-1e308], "b": [-1e308]}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d2 = nearest_l1(enc2, ref2, enc2.validate(pd.DataFrame({"a": [0.5e308], "b": [0.5e308]})))
+    np.testing.assert_array_equal(d2, [np.inf])
 
 
 def test_values_that_both_scale_past_float64_compare_in_raw_units_without_warnings():
