@@ -188,15 +188,8 @@ def test_a_sum_that_rounds_up_at_every_step_stays_within_the_margin():
     assert err <= float(np.asarray(blk.margin)[0])
 
 
-def test_well_separated_neighbours_are_proved_from_the_fast_keys(monkeypatch):
-    # each query sits 0.25 (of a 39 range) from one reference row: the k + 1 = 2 candidates per
-    # row are the only pairs computed exactly; no near-tie recomputation
-    schema = Schema(("a", "c"), ("a",), ("c",))
-    ref = pd.DataFrame({"a": np.arange(40.0), "c": ["x", "y"] * 20})
-    train = ref
-    queries = pd.DataFrame({"a": [3.25, 17.25, 30.25, 0.25, 38.75], "c": ["y", "y", "x", "x", "y"]})
-    enc = TableEncoder(schema).fit(train)
-    index = NeighborIndex(TabSynL1Distance(), n_jobs=1).fit(None, encoder=enc, clean=clean(enc, ref))
+def assert_nearest_with_two_exact_pairs_per_row(monkeypatch, index, enc, train, ref, queries, schema) -> None:
+    """The nearest rows equal the brute force, and only the k + 1 = 2 candidates per row were computed exactly."""
     pairs = []
     original = index.distance_.pair_distances
 
@@ -210,6 +203,18 @@ def test_well_separated_neighbours_are_proved_from_the_fast_keys(monkeypatch):
     np.testing.assert_array_equal(idx[:, 0], want.argmin(axis=1))
     np.testing.assert_allclose(d[:, 0], want.min(axis=1), rtol=1e-12)
     assert sum(pairs) == 2 * len(queries)
+
+
+def test_well_separated_neighbours_are_proved_from_the_fast_keys(monkeypatch):
+    # each query sits 0.25 (of a 39 range) from one reference row: the k + 1 = 2 candidates per
+    # row are the only pairs computed exactly; no near-tie recomputation
+    schema = Schema(("a", "c"), ("a",), ("c",))
+    ref = pd.DataFrame({"a": np.arange(40.0), "c": ["x", "y"] * 20})
+    train = ref
+    queries = pd.DataFrame({"a": [3.25, 17.25, 30.25, 0.25, 38.75], "c": ["y", "y", "x", "x", "y"]})
+    enc = TableEncoder(schema).fit(train)
+    index = NeighborIndex(TabSynL1Distance(), n_jobs=1).fit(None, encoder=enc, clean=clean(enc, ref))
+    assert_nearest_with_two_exact_pairs_per_row(monkeypatch, index, enc, train, ref, queries, schema)
 
 
 def test_far_reference_rows_get_keys_that_rule_them_out(monkeypatch):
@@ -223,19 +228,7 @@ def test_far_reference_rows_get_keys_that_rule_them_out(monkeypatch):
     enc = TableEncoder(schema).fit(train)
     index = NeighborIndex(TabSynL1Distance(), n_jobs=1).fit(None, encoder=enc, clean=clean(enc, ref))
     assert index.distance_.ref_.tame.tolist() == [False] + [True] * 40 + [False, False]
-    pairs = []
-    original = index.distance_.pair_distances
-
-    def counting(q, q_idx, r_idx):
-        pairs.append(len(q_idx))
-        return original(q, q_idx, r_idx)
-
-    monkeypatch.setattr(index.distance_, "pair_distances", counting)
-    idx, d = index.kneighbors(index.distance_.prepare(clean(enc, queries)), k=1)
-    want = brute_l1(train, ref, queries, schema)
-    np.testing.assert_array_equal(idx[:, 0], want.argmin(axis=1))
-    np.testing.assert_allclose(d[:, 0], want.min(axis=1), rtol=1e-12)
-    assert sum(pairs) == 2 * len(queries)
+    assert_nearest_with_two_exact_pairs_per_row(monkeypatch, index, enc, train, ref, queries, schema)
 
 
 U = 2.0**38  # rows beyond 2^40 training ranges (4 U) take the exact path
