@@ -1,4 +1,4 @@
-"""Measure the per-unit costs of the study cost model (``tabmem.experiments.estimate``) on this machine.
+"""Measure the per-unit costs of the study cost model (``tabmem.studies.estimate``) on this machine.
 
 Each step is timed in CPU seconds of this process (``time.process_time``, one torch/BLAS thread),
 so the constants do not depend on how busy a shared machine is; the table prints the measured
@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import torch
 
-from tabmem.experiments import estimate as est
+import tabmem.studies.estimate as est
 
 
 def cpu(fn):

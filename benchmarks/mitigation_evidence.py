@@ -3,7 +3,7 @@
 Regime (part 1, see ``benchmarks/mitigation_regime.py``): ``--n-train`` rows drawn from the dataset's
 training split (data seed 0) and ``--n-train`` other rows of the same split as the holdout (same
 population, same size); the dataset's test split for MLE. Arms (``--arms``), each trained from
-scratch for the full schedule, each judged by :func:`tabmem.experiments.evaluate_run_dir` on
+scratch for the full schedule, each judged by :func:`tabmem.studies.evaluate_run_dir` on
 |train| rows sampled from the final model against the ORIGINAL training rows, with ``fang2024``
 (and quality) and ``gower``:
 
@@ -60,9 +60,9 @@ def data(dataset: str, n_train: int, data_dir: str) -> tuple[pd.DataFrame, pd.Da
 
 def evaluate(model_dir: Path, train, schema, hold, test, seed, pruned, mle_grid) -> dict[str, Any]:
     """``evaluate_run_dir`` for fang2024 (with quality), then the same sampled rows scored with gower."""
-    from tabmem.experiments import evaluate_run_dir
     from tabmem.generators import load_generator
     from tabmem.mitigation import mitigation_report
+    from tabmem.runs.dynamiccut import evaluate_run_dir
 
     t0 = time.perf_counter()
     out = {
@@ -94,8 +94,9 @@ def evaluate(model_dir: Path, train, schema, hold, test, seed, pruned, mle_grid)
 
 def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
     from tabmem._io import write_json
-    from tabmem.experiments import dynamiccut_to_dir, train_to_dir
     from tabmem.mitigation import augmented_table, get_augmenter, rank_records
+    from tabmem.runs.dynamiccut import dynamiccut_to_dir
+    from tabmem.runs.train import train_to_dir
 
     root = Path(args.out) / args.tag / args.model
     run = root / arm / f"seed{seed}"

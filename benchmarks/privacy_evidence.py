@@ -6,9 +6,9 @@ the same split as non-members and 2,000 further rows as the population (DOMIAS r
 * ``mem``: trained long (``--epochs-mem``, default 1,000): memorizes above the holdout baseline;
 * ``nomem``: trained briefly (``--epochs-nomem``, default 200): memorization near the baseline.
 
-``train`` trains the released generator (``tabmem.experiments.train_to_dir``, with the replica audit
-next to the holdout baseline) and ``--n-shadows`` shadows (``tabmem.experiments.shadows``), all cached
-and resumable under ``--out/<regime>/``. ``attack`` runs ``tabmem.experiments.attack_to_dir`` (LiRA
+``train`` trains the released generator (``tabmem.studies.train_to_dir``, with the replica audit
+next to the holdout baseline) and ``--n-shadows`` shadows (``tabmem.runs.shadows``), all cached
+and resumable under ``--out/<regime>/``. ``attack`` runs ``tabmem.studies.attack_to_dir`` (LiRA
 online/offline with DCR, DOMIAS and LevAtt statistics, Groundhog, and the no-box attacks) and the audit
 additions on each regime, and prints the tables of ``docs/attacks.md``.
 
@@ -66,7 +66,7 @@ def main() -> None:
     attack_dir = root / "attack"
     params = {"epochs": epochs}
     if args.step == "train":
-        from tabmem.experiments import train_to_dir
+        from tabmem.runs.train import train_to_dir
 
         t0 = time.perf_counter()
         if not (released / "summary.json").is_file():
@@ -86,7 +86,7 @@ def main() -> None:
         print(f"released model: {time.perf_counter() - t0:.0f} s", flush=True)
         from tabmem.attacks.shadows import row_keys
         from tabmem.data.schema import concat_validated, validate
-        from tabmem.experiments.shadows import train_shadows
+        from tabmem.runs.shadows import train_shadows
 
         targets = concat_validated(
             [validate(members, schema, name="members"), validate(non_members, schema, name="non-members")],
@@ -164,10 +164,10 @@ ATTACKS = ["lira", "lira_offline", "lira_levatt", "lira_domias", "groundhog", "d
 
 
 def attack_step(args, members, non_members, population, schema, released: Path, attack_dir: Path, params) -> dict:
-    from tabmem.experiments.attack import attack_to_dir
     from tabmem.memorization.evidence import distance_evidence
     from tabmem.memorization.replicas import ReplicaDetector
     from tabmem.metrics.dcr_share import DCRShare
+    from tabmem.runs.attack import attack_to_dir
 
     synthetic = pd.read_csv(released / "synthetic.csv")
     t0 = time.perf_counter()

@@ -101,19 +101,29 @@ def record(root: Path) -> None:
     tr, ho, po = (str(paths[k]) for k in ("train", "holdout", "population"))
     cat = ["--categorical", "city,label"]
     out = root / "out"
-    _run(["train", "--train", tr, "--holdout", ho, *cat, "--epochs", "4", "--track-every", "1", "--seed", "1"]
-         + ["--threads", "1", "--quiet", "--out", str(out / "train"), *TINY])
+    _run(
+        ["train", "--train", tr, "--holdout", ho, *cat, "--epochs", "4", "--track-every", "1", "--seed", "1"]
+        + ["--threads", "1", "--quiet", "--out", str(out / "train"), *TINY]
+    )
     syn = str(out / "train" / "synthetic.csv")
-    _run(["audit", "--train", tr, "--synthetic", syn, "--holdout", ho, *cat, "--unseen", "mismatch", "--n-jobs", "1"]
-         + ["--out", str(out / "audit")])
-    _run(["attack", "--members", tr, "--non-members", ho, "--synthetic", syn, "--population", po, *cat]
-         + ["--attacks", "levatt,dcr,mc,lira_offline", "--model", "tabddpm", "--n-shadows", "4", "--epochs", "2"]
-         + ["--n-bootstrap", "50", "--n-jobs", "1", *TINY, "--out", str(out / "attack")])
-    _run(["quality", "--real", tr, "--synthetic", syn, "--test", ho, "--holdout", ho, *cat, "--target", "label"]
-         + ["--metrics", "shape,trend,mle,dcr_share", "--mle-grid", "tiny", "--out", str(out / "quality")])
-    _run(["dynamiccut", "--train", tr, "--holdout", ho, "--test", ho, *cat, "--target", "label", "--epochs", "4"]
-         + ["--warmup-epochs", "2", "--track-every", "1", "--mle-grid", "tiny", "--threads", "1", *TINY]
-         + ["--out", str(out / "dynamiccut")])
+    _run(
+        ["audit", "--train", tr, "--synthetic", syn, "--holdout", ho, *cat, "--unseen", "mismatch", "--n-jobs", "1"]
+        + ["--out", str(out / "audit")]
+    )
+    _run(
+        ["attack", "--members", tr, "--non-members", ho, "--synthetic", syn, "--population", po, *cat]
+        + ["--attacks", "levatt,dcr,mc,lira_offline", "--model", "tabddpm", "--n-shadows", "4", "--epochs", "2"]
+        + ["--n-bootstrap", "50", "--n-jobs", "1", *TINY, "--out", str(out / "attack")]
+    )
+    _run(
+        ["quality", "--real", tr, "--synthetic", syn, "--test", ho, "--holdout", ho, *cat, "--target", "label"]
+        + ["--metrics", "shape,trend,mle,dcr_share", "--mle-grid", "tiny", "--out", str(out / "quality")]
+    )
+    _run(
+        ["dynamiccut", "--train", tr, "--holdout", ho, "--test", ho, *cat, "--target", "label", "--epochs", "4"]
+        + ["--warmup-epochs", "2", "--track-every", "1", "--mle-grid", "tiny", "--threads", "1", *TINY]
+        + ["--out", str(out / "dynamiccut")]
+    )
     study = root / "contract.toml"
     study.write_text(STUDY.format(train=tr, test=ho))
     for executor in ("local", "ray"):

@@ -1,4 +1,4 @@
-"""``tabmem audit`` end to end (``tabmem demo``: tests/experiments/test_demo.py)."""
+"""``tabmem audit`` end to end (``tabmem demo``: tests/studies/test_demo.py)."""
 
 from __future__ import annotations
 

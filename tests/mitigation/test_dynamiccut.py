@@ -13,11 +13,10 @@ from mitigation_tables import TINY_DDPM, mixed_table
 from tabmem.data.fingerprint import table_fingerprint
 from tabmem.data.schema import Schema, validate
 from tabmem.errors import ParameterError, TabmemError
-from tabmem.experiments import dynamiccut_to_dir
-from tabmem.experiments.dynamiccut import SUMMARY_KEYS
 from tabmem.generators import get_generator, load_generator
 from tabmem.memorization.tracker import MemorizationTracker
 from tabmem.mitigation import DynamicCut, Ranking, rank_records, retrain_table
+from tabmem.runs.dynamiccut import SUMMARY_KEYS, dynamiccut_to_dir
 
 EPOCHS = 6
 PARAMS = {**TINY_DDPM, "epochs": EPOCHS}
@@ -189,7 +188,7 @@ def test_resume_after_a_kill_between_stages_and_during_retraining(data, tmp_path
     df, schema, hold = data
     ref = _run(df, schema, hold, tmp_path / "ref")
 
-    import tabmem.experiments.dynamiccut as mod
+    import tabmem.runs.dynamiccut as mod
 
     real = mod.train_to_dir
 
@@ -209,7 +208,7 @@ def test_resume_after_a_kill_between_stages_and_during_retraining(data, tmp_path
     _same(ref, resumed)
 
     # a kill in the middle of retraining (after the epoch-3 checkpoint): resume continues from it
-    import tabmem.experiments.training as training
+    import tabmem.runs.train as training
 
     original = training._Progress.on_epoch_end
 

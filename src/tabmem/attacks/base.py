@@ -13,7 +13,7 @@ Capabilities are class attributes, so runners never test attack names:
 * ``needs_shadows``: a shadow-model attack (``lira``, ``groundhog``): ``fit`` also needs a
   :class:`~tabmem.attacks.shadows.ShadowSet` (``shadows=``), the synthetic tables of generators
   trained with and without each target, which the experiments layer trains
-  (:mod:`tabmem.experiments.shadows`); ``shadow_designs`` lists the shadow designs it can use
+  (:mod:`tabmem.runs.shadows`); ``shadow_designs`` lists the shadow designs it can use
   (``"online"``: targets in half of the shadows; ``"offline"``: in none). Such attacks implement
   ``_fit_shadows(synthetic, schema, reference, shadows)`` instead of ``_fit``.
 

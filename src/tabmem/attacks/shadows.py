@@ -2,7 +2,7 @@
 
 Shadow-model attacks (``lira``, ``groundhog``) compare the released synthetic table with tables
 that generators trained *with* and *without* each target produced. Training those generators is
-the experiments layer's job (:mod:`tabmem.experiments.shadows`: random halves of a population,
+the experiments layer's job (:mod:`tabmem.runs.shadows`: random halves of a population,
 any registered generator, cached and resumable); the attacks only see a :class:`ShadowSet`, so
 this layer stays pure statistics and never imports a generator.
 

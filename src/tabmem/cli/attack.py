@@ -3,7 +3,7 @@
 No-box attacks (LevAtt, DCR, MC, density, DOMIAS) need only the tables; shadow-model attacks
 (``lira``, ``lira_offline``, ``lira_levatt``, ``lira_domias``, ``groundhog``) also need
 ``--population`` and ``--model``: shadow generators are trained under ``--out/shadows/`` (cached,
-resumable). A thin shell over :func:`tabmem.experiments.attack_to_dir`, which writes
+resumable). A thin shell over :func:`tabmem.studies.attack_to_dir`, which writes
 ``summary.json``, ``scores.csv``, ``risk.csv`` (per-record evidence, strongest first) and
 ``roc.csv`` (every attack's ROC corners) to
 ``--out``; the terminal shows aggregate metrics only, never a record's values.
@@ -158,7 +158,7 @@ def attack(
     from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
     from tabmem.attacks import check_attack_names
     from tabmem.data.serialization import SERIALIZERS
-    from tabmem.experiments.attack import attack_to_dir
+    from tabmem.runs.attack import attack_to_dir
 
     names = check_attack_names(column_names(attacks), "--attacks")
     if "levatt" in names and serializer not in SERIALIZERS.names():

@@ -1,6 +1,6 @@
 """``tabmem demo``: the whole job on the diabetes table bundled with scikit-learn, as a study.
 
-It writes the demo study (:mod:`tabmem.experiments.demo`: a leaky positive control, TabDDPM with
+It writes the demo study (:mod:`tabmem.studies.demo`: a leaky positive control, TabDDPM with
 memorization tracking, and TabDDPM after DynamicCut; each cell audited against the holdout
 baseline, attacked and scored for quality) into ``--out``, runs it with the ``tabmem run``
 machinery (resumable: a second run reuses finished cells), writes ``--out/report.html`` and
@@ -38,7 +38,7 @@ ATTACK_NAMES = {"levatt": "LevAtt", "dcr": "DCR", "mc": "Monte Carlo", "density"
 @seed_option("Seed of the study's cells (training, sampling, bootstraps).")
 def demo(out, distance, epochs, no_generator, no_quality, jobs, seed) -> None:
     """Find, measure and remove memorization on the embedded diabetes dataset; writes a report."""
-    from tabmem.experiments.demo import DEMO_EPOCHS, DEMO_TRACK_EVERY, run_demo
+    from tabmem.studies.demo import DEMO_EPOCHS, DEMO_TRACK_EVERY, run_demo
 
     if importlib.util.find_spec("torch") is None:
         raise TabmemError("tabmem demo trains generators and needs torch: pip install 'tabmem[all]' torch==2.13.0")
@@ -93,7 +93,7 @@ def demo(out, distance, epochs, no_generator, no_quality, jobs, seed) -> None:
         console.print(line, markup=False)
     console.print(
         f"\nReport (open it in a browser; it needs no network): {result.report}\n"
-        f"Every number: {out_dir / 'results.parquet'} (tabmem.experiments.load_results); the cells: {out_dir / 'cells'}/",
+        f"Every number: {out_dir / 'results.parquet'} (tabmem.studies.load_results); the cells: {out_dir / 'cells'}/",
         markup=False,
     )
     console.print(
@@ -186,7 +186,7 @@ def units_note(rows: list[dict[str, Any]]) -> str:
 
 def print_dynamics(console: Console, name: str, dyn: dict[str, Any]) -> None:
     """The Top vs Non-top findings that hold, in words with effect sizes, then those that did not."""
-    from tabmem.experiments.report.tables import dynamics_sentences
+    from tabmem.report.tables import dynamics_sentences
 
     held, not_held = dynamics_sentences(dyn)
     epochs = dyn.get("tracked_epochs") or []
@@ -202,7 +202,7 @@ def print_dynamics(console: Console, name: str, dyn: dict[str, Any]) -> None:
 
 def verdict_lines(rows: list[dict[str, Any]], cells: list[Any]) -> list[str]:
     """Plain words per cell, with the report's rules (excess interval above 0; AUC interval above 0.5)."""
-    from tabmem.experiments.report.verdict import cell_verdict
+    from tabmem.report.verdict import cell_verdict
 
     badges = {c.name: cell_verdict(c).badge for c in cells}
     lines = []

@@ -1,6 +1,6 @@
 """``tabmem dynamiccut``: warm up with tracking, rank records, prune the top fraction, retrain from scratch.
 
-A thin shell over :func:`tabmem.experiments.dynamiccut_to_dir` (directory layout there:
+A thin shell over :func:`tabmem.studies.dynamiccut_to_dir` (directory layout there:
 ``warmup/``, ``ranking.csv``, ``retrain/``, ``synthetic.csv``, ``summary.json``). The terminal shows
 one line per stage and a before/after table of aggregates; no record values are printed.
 """
@@ -132,9 +132,9 @@ def dynamiccut(
     **table: Any,
 ) -> None:
     """Remove the most memorized training records (DynamicCut) and retrain; report memorization before/after."""
-    from tabmem.experiments.dynamiccut import dynamiccut_to_dir
     from tabmem.generators import GENERATORS
     from tabmem.mitigation import AUGMENTERS
+    from tabmem.runs.dynamiccut import dynamiccut_to_dir
 
     GENERATORS.get(model)  # unknown names fail before any data is read
     if mix is not None:

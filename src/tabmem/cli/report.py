@@ -29,7 +29,7 @@ def report(directory, out, show_records, train, dataset, data_dir, encoding) -> 
     shows positions and counts of training records only, unless --show-records.
     """
     from tabmem.errors import TabmemError
-    from tabmem.experiments.report import write_report
+    from tabmem.report import write_report
 
     if (train or dataset) and not show_records:
         raise TabmemError("--train/--dataset only serve --show-records (the report reads everything else from DIR)")

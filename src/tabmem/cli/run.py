@@ -1,7 +1,7 @@
 """``tabmem run``: run a study file (TOML) into a directory, locally or on Ray (a shell over :func:`run_study`).
 
 Study files, the grid, the step pipeline and the results table: ``docs/studies.md`` and
-:mod:`tabmem.experiments.study` / :mod:`tabmem.experiments.store`.
+:mod:`tabmem.studies.study` / :mod:`tabmem.studies.store`.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def run(
     out_dir: Path,
 ) -> None:
     """Run every cell of STUDY.toml into --out; finished cells are skipped, interrupted ones resume."""
-    from tabmem.experiments.runner import plan_study, run_study
-    from tabmem.experiments.study import load_study
+    from tabmem.studies.runner import plan_study, run_study
+    from tabmem.studies.study import load_study
 
     study = load_study(study_path)
     if address is not None and executor != "ray":

@@ -1,6 +1,6 @@
 """``tabmem train``: train a registered generator with checkpoints and per-record memorization tracking.
 
-A thin shell over :func:`tabmem.experiments.train_to_dir` (see there for the output layout:
+A thin shell over :func:`tabmem.studies.train_to_dir` (see there for the output layout:
 model.pt, checkpoint.pt, synthetic.csv, tracking/, summary.json, dynamics.json). Nothing here
 prints or logs raw training records.
 """
@@ -121,7 +121,7 @@ def train(
         holdout = read_user_table(holdout_path, encoding=table["encoding"], option="--holdout")
         source["holdout"] = str(holdout_path)
     set_torch_threads(threads)
-    from tabmem.experiments.training import train_to_dir
+    from tabmem.runs.train import train_to_dir
 
     summary = train_to_dir(
         train_df,

@@ -1,0 +1,386 @@
+"""Train a generator into a directory with tracking, checkpoints and the final audit (``tabmem train``).
+
+:func:`train_to_dir` is the library call behind ``tabmem train``; :func:`demo_train` is a
+short call for a tracked TabDDPM ``small`` run (``tabmem demo`` runs a study instead:
+:mod:`tabmem.studies.demo`). Directory layout::
+
+    DIR/config.json      the run's settings (model, params, seed, data source, schema)
+    DIR/checkpoint.pt    resumable checkpoint (``resume=True`` / ``--resume`` continues from it)
+    DIR/model.pt         the final model (``tabmem sample --model DIR``)
+    DIR/history.csv      per-epoch losses (and memorization rate at tracked epochs)
+    DIR/tracking/        per-record memorization records (MemorizationTracker)
+    DIR/synthetic.csv    |train| rows from the final model
+    DIR/records.csv      per training record (position): replicas in synthetic.csv and Mem-AUC share
+    DIR/summary.json     final memorization rate / Mem-AUC next to the holdout baseline, bootstrap CIs
+    DIR/dynamics.json    Top vs Non-top training-dynamics comparison (when tracking)
+    DIR/trajectories.csv per tracked epoch, Top vs Non-top Mem-AUC and memorized fractions
+
+A run directory is always resumable or restartable. The tables are validated before anything is
+written; every file is written atomically (a kill leaves the old file or the whole new one).
+``config.json`` is written before the first checkpoint, so a run killed before it leaves a
+directory with a config and no checkpoint: ``resume=True`` then starts from scratch (same seed,
+same result as an uninterrupted run), and ``overwrite=True`` always starts from scratch,
+deleting only the files of a training run (:data:`RUN_FILES`), never anything else in the
+directory. Without either, a directory holding a run is an error that says which to pass.
+
+``summary.json`` holds the replica figures of the final synthetic table (``memorization_rate``,
+``exact_copy_rate``, ``rare_value_leakage``, ``n_undefined_ratio``, ``warnings``...) and, with a
+holdout, the same figures for the holdout rows (``holdout_memorization_rate``,
+``holdout_exact_copy_rate``, ``holdout_rare_value_leakage``) and the excesses, and the distance
+evidence of ``tabmem audit`` (``data_copying``, ``authenticity``, ``identical_matches``, ``nndr``).
+
+Nothing here prints or logs raw training records.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tabmem._io import read_json, write_frame, write_json
+from tabmem.callbacks import Callback, StopAtEpoch
+from tabmem.data.schema import Schema, validate
+from tabmem.errors import TabmemError, suggest
+from tabmem.generators import get_generator
+from tabmem.generators.base import check_magnitudes
+from tabmem.memorization.evidence import distance_evidence
+from tabmem.memorization.replicas import ReplicaDetector
+from tabmem.memorization.tracker import MemorizationTracker
+
+CONFIG_KEYS = (
+    "model",
+    "preset",
+    "params",
+    "seed",
+    "track_every",
+    "track_samples",
+    "distance",
+    "checkpoint_every",
+    "source",
+    "stop_after",
+)
+
+#: files and folders of a training run (what ``overwrite=True`` deletes; nothing else is touched)
+RUN_FILES = (
+    "config.json",
+    "checkpoint.pt",
+    "model.pt",
+    "history.csv",
+    "synthetic.csv",
+    "summary.json",
+    "dynamics.json",
+    "trajectories.csv",
+    "records.csv",
+    "tracking",
+)
+
+__all__ = ["train_to_dir", "demo_train", "RUN_FILES"]
+
+
+class _Progress(Callback):
+    """Rich progress bar showing the loss and the latest memorization rate."""
+
+    order = 50
+
+    def __init__(self, total: int, enabled: bool = True):
+        self.total, self.enabled = total, enabled
+        self._progress = None
+        self._mem = float("nan")
+
+    def on_fit_start(self, gen) -> None:
+        if not self.enabled:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("loss {task.fields[loss]}  mem-rate {task.fields[mem]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(
+            f"train {gen.name}", total=self.total, completed=gen.epoch_, loss="-", mem="-"
+        )
+
+    def on_epoch_end(self, gen, epoch, logs) -> None:
+        if "mem_rate" in logs:
+            self._mem = logs["mem_rate"]
+        if self._progress is not None:
+            mem = "-" if np.isnan(self._mem) else f"{100 * self._mem:.2f}%"
+            self._progress.update(self._task, completed=epoch, loss=f"{logs.get('loss', float('nan')):.4f}", mem=mem)
+        return None
+
+    def on_fit_end(self, gen) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+def train_to_dir(
+    train: pd.DataFrame,
+    schema: Schema,
+    out_dir: str | Path,
+    *,
+    model: str = "tabddpm",
+    preset: str | None = "small",
+    params: dict[str, Any] | None = None,
+    seed: int = 0,
+    track_every: int = 0,
+    track_samples: int | None = None,
+    distance: str = "fang2024",
+    holdout: pd.DataFrame | None = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
+    progress: bool = False,
+    source: dict[str, Any] | None = None,
+    q: float = 0.10,
+    dataset: str | None = None,
+    stop_after: int | None = None,
+    overwrite: bool = False,
+    duplicates: str = "papers",
+    on_warning: Any = None,
+    evidence: bool = True,
+) -> dict[str, Any]:
+    """Train ``model`` on ``train`` into ``out_dir`` (layout in the module docstring); returns the summary.
+
+    ``track_every = 0`` disables tracking (then ``dynamics.json`` is not written). ``holdout``
+    (real rows not trained on) gives the baseline memorization rate. With ``resume=True`` the run
+    continues from ``out_dir/checkpoint.pt`` and must use the same settings (with no checkpoint
+    yet it starts from scratch); ``overwrite=True`` replaces a previous run. ``dataset`` (a
+    registered name) selects the preset's per-dataset settings (``DATASET_PRESETS``).
+    ``stop_after`` stops after that many epochs of the full schedule (a warm-up:
+    :class:`~tabmem.callbacks.StopAtEpoch`; a learning rate decaying over the full run is kept).
+    ``duplicates`` is the replica detector's rule for undefined ratios; ``on_warning(message)``
+    receives warnings (a message is also kept in the summary's ``warnings``). With a holdout and
+    ``evidence`` the summary also holds ``tabmem audit``'s distance evidence of the final table
+    (:func:`~tabmem.memorization.evidence.distance_evidence`; a study's audit step computes its
+    own, so the study's train step leaves it out).
+    """
+    out = Path(out_dir)
+    if resume and overwrite:
+        raise TabmemError(_flag_text("resume", "overwrite") + " exclude each other")
+    params = dict(params or {})
+    gen = get_generator(model, preset=preset, dataset=dataset, **params).check_params()
+    # validate once, before anything is written (a bad table never leaves a run directory behind)
+    table = validate(train, schema, name="training", nan="error")
+    if len(table) < 2:
+        raise TabmemError(f"training table: needs at least 2 rows, got {len(table)}")
+    check_magnitudes(table)
+    if holdout is not None:  # structural problems of the holdout surface now, not after training
+        holdout = validate(holdout, schema, name="holdout", nan="error")
+    if stop_after is not None and not 1 <= int(stop_after) <= int(gen.epochs):
+        raise TabmemError(f"stop_after must be in [1, epochs={gen.epochs}], got {stop_after!r}")
+    if checkpoint_every is None:
+        checkpoint_every = track_every if track_every else max(1, int(gen.epochs) // 10)
+    config = {
+        "model": model,
+        "preset": preset,
+        "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in gen.get_params().items()},
+        "seed": int(seed),
+        "track_every": int(track_every),
+        "track_samples": track_samples,
+        "distance": distance,
+        "checkpoint_every": int(checkpoint_every),
+        "source": source or {},
+        "schema": schema.to_dict(),
+        "stop_after": None if stop_after is None else int(stop_after),
+    }
+    ckpt = out / "checkpoint.pt"
+    warn = _Warnings(on_warning)
+    has_run = any((out / name).exists() for name in RUN_FILES)
+    if overwrite and has_run:
+        _remove_run(out)
+    elif resume and ckpt.is_file():
+        old = read_json(out / "config.json") if (out / "config.json").is_file() else {}
+        diff = [k for k in CONFIG_KEYS if k != "params" and old.get(k) != config.get(k)]
+        old_params = {k: v for k, v in old.get("params", {}).items() if k not in ("epochs", "device")}
+        new_params = {k: v for k, v in config["params"].items() if k not in ("epochs", "device")}
+        if old_params != new_params:
+            diff.append("params")
+        if diff:
+            raise TabmemError(
+                f"{_flag_text('resume')}: settings differ from the run in {str(out)!r}: {', '.join(diff)} "
+                f"(start a new run with {_flag_text('overwrite')} or another output directory)"
+            )
+    elif resume:
+        if has_run:
+            warn(f"no checkpoint yet in {str(out)!r} (the run stopped before its first one): starting from scratch")
+            _remove_run(out)
+        resume = False
+    elif has_run:
+        state = "a training run" if ckpt.is_file() else "a training run that stopped before its first checkpoint"
+        raise TabmemError(
+            f"{str(out)!r} already holds {state}: pass {_flag_text('resume')} to continue it (from scratch when "
+            f"there is no checkpoint) or {_flag_text('overwrite')} to start again, or choose another output directory"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "config.json", config)
+
+    callbacks: list[Any] = []
+    tracker = None
+    if track_every:
+        tracker = MemorizationTracker(
+            every=track_every,
+            n_samples=track_samples,
+            distance=distance,
+            path=out / "tracking",
+            keep_last_sample=True,
+            random_state=seed,
+        )
+        callbacks.append(tracker)
+    if stop_after is not None:
+        callbacks.append(StopAtEpoch(int(stop_after)))
+    callbacks.append(_Progress(int(stop_after or gen.epochs), enabled=progress))
+    t0 = time.perf_counter()
+    gen.fit(
+        table,
+        schema,
+        callbacks=callbacks,
+        random_state=seed,
+        resume_from=ckpt if resume else None,
+        checkpoint_every=checkpoint_every,
+        checkpoint_path=ckpt,
+    )
+    train_seconds = time.perf_counter() - t0
+    gen.save(out / "model.pt")
+    write_frame(out / "history.csv", pd.DataFrame(gen.history_))
+
+    # |train| rows from the final model (reuse the tracker's sample of the final epoch when it has one)
+    if (
+        tracker is not None
+        and tracker.last_sample_ is not None
+        and tracker.epochs_[-1]["epoch"] == gen.epoch_
+        and len(tracker.last_sample_) == len(train)
+    ):
+        synthetic, result = tracker.last_sample_, tracker.last_result_
+    elif (
+        tracker is not None
+        and tracker.tracks(int(gen.epoch_), int(gen.epochs))
+        and int(tracker.n_samples or len(train)) == len(train)
+    ):
+        # a run resumed at its last checkpoint trains no epoch, so the tracker drew nothing: draw what it drew
+        synthetic = gen.sample(len(train), random_state=tracker.sample_seed(int(gen.epoch_)))
+        result = None
+    else:
+        synthetic = gen.sample(len(train), random_state=int(np.random.SeedSequence([seed, 99]).generate_state(1)[0]))
+        result = None
+    if tracker is not None and duplicates == "papers":
+        det = tracker.detector_
+    else:
+        det = ReplicaDetector(distance, duplicates=duplicates).fit(table, schema)
+    clean = None
+    if result is None or duplicates != "papers":
+        clean = det.validate(synthetic)  # once, for the search and the distance evidence
+        result = det.score(clean)
+    write_frame(out / "synthetic.csv", synthetic)
+    write_frame(out / "records.csv", result.records())
+    extra: dict[str, Any] = {}
+    if holdout is not None:
+        holdout = det.validate(holdout, name="holdout", unseen="mismatch")  # a recheck of the categories only
+        result = replace(result, holdout=det.score(holdout, name="holdout", unseen="mismatch"))
+        if evidence:
+            syn = clean if clean is not None else det.validate(synthetic, unseen="mismatch")
+            extra = distance_evidence(det, result, syn, holdout, random_state=seed)
+    summary = result.summary(random_state=seed)
+    summary.update(extra)
+    summary.update(
+        model=model,
+        preset=preset,
+        epochs=int(gen.epoch_),
+        seed=int(seed),
+        train_seconds=train_seconds,
+        n_train=int(gen.n_train_),
+        final_loss=gen.history_[-1].get("loss") if gen.history_ else None,
+    )
+    for message in summary.get("warnings", []):
+        warn(message)
+    summary["warnings"] = warn.messages
+    if tracker is not None and tracker.epochs_:
+        dyn = tracker.dynamics()
+        comparison = dyn.compare(q=q, final_counts=result.record_counts)
+        write_json(out / "dynamics.json", comparison)
+        write_frame(out / "trajectories.csv", dyn.trajectories(q=q, final_counts=result.record_counts))
+        summary["dynamics_findings"] = comparison["findings"]
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+class _Warnings:
+    """Collects warnings for the summary and passes each to a callback (the command line prints them)."""
+
+    def __init__(self, callback: Any = None) -> None:
+        self.callback, self.messages = callback, []
+
+    def __call__(self, message: str) -> None:
+        self.messages.append(message)
+        if self.callback is not None:
+            self.callback(message)
+
+
+def _flag_text(*names: str) -> str:
+    """``--resume`` under the command line, ``resume=True`` in the library (joined with 'and')."""
+    return " and ".join(suggest(f"{n}=True", f"--{n}") or f"{n}=True" for n in names)
+
+
+def _remove_run(out: Path) -> None:
+    """Delete the files of a training run in ``out`` (and atomic-write leftovers), nothing else."""
+    for name in RUN_FILES:
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    for leftover in out.glob(".*.tmp*"):
+        if leftover.is_file() and leftover.name.split(".tmp")[0].lstrip(".") in RUN_FILES:
+            leftover.unlink()
+
+
+def demo_train(
+    train: pd.DataFrame,
+    schema: Schema,
+    out_dir: str | Path,
+    *,
+    epochs: int = 20,
+    track_every: int = 5,
+    holdout: pd.DataFrame | None = None,
+    seed: int = 0,
+    model: str = "tabddpm",
+    preset: str = "small",
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Train ``model`` (TabDDPM ``small``) with tracking and audit its output, into ``out_dir`` (replaced).
+
+    Returns the summary (memorization rate, holdout baseline, Mem-AUC, Top vs Non-top findings);
+    ``out_dir`` gets the :func:`train_to_dir` layout (``synthetic.csv`` is ready for ``tabmem audit``).
+    """
+    return train_to_dir(
+        train,
+        schema,
+        out_dir,
+        model=model,
+        preset=preset,
+        params={"epochs": epochs},
+        seed=seed,
+        track_every=track_every,
+        holdout=holdout,
+        progress=progress,
+        source={"demo": True},
+        overwrite=True,  # the demo's own output folder: a second demo replaces the first
+    )

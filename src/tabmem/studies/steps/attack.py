@@ -1,0 +1,231 @@
+"""``attack``: membership inference on the cell's synthetic table (:func:`run_attacks`).
+
+Members are the original training rows (capped at ``n_members`` by a seeded subsample); non-members
+are the test split (capped at ``n_non_members``). With ``reference = "test"`` the test split is
+cut in two seeded halves: non-members and DOMIAS's reference of real non-member rows (without a
+reference DOMIAS is skipped, as ``tabmem attack`` does). Writes the ``tabmem attack`` layout
+(summary.json, scores.csv, risk.csv, roc.csv) and, per attack, AUC and TPR at low FPR with bootstrap
+intervals, MIDST's TPR at FPR 0.1 / 0.01 and the signed ε lower bound.
+
+Shadow-model attacks (``lira``, ``groundhog``...) need ``shadows >= 4``: that many copies of the
+cell's generator (its model, preset and parameters, as ``train`` resolved them) are trained on
+halves of the targets (:mod:`tabmem.runs.shadows`, under the step's ``shadows/``; an
+interrupted step resumes them), topped up from the population: the test rows that are neither
+non-members nor the reference. The step then runs :func:`tabmem.studies.attack_to_dir`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from tabmem.errors import ParameterError
+from tabmem.studies._fields import Field, choice, integer, string, string_list, table
+from tabmem.studies.estimate import attack_seconds
+from tabmem.studies.inputs import subsample_rows
+from tabmem.studies.steps.base import CellInfo, Step, StepContext, register_step, require_test
+from tabmem.studies.store import MetricRow, metric
+
+
+def _attacks() -> list[str]:
+    from tabmem.attacks import ATTACKS
+
+    return ATTACKS.names()
+
+
+def _default_attacks() -> list[str]:
+    from tabmem.attacks.runner import DEFAULT_ATTACKS
+
+    return list(DEFAULT_ATTACKS)
+
+
+def _fpr_key(f: float) -> str:
+    return "0" if f == 0 else repr(float(f))
+
+
+@register_step("attack")
+class AttackStep(Step):
+    """Membership-inference attacks: AUC and TPR at FPR 0, 0.001, 0.01, 0.1 with intervals."""
+
+    options = {
+        "attacks": Field(None, string_list(_attacks), "attacks to run (default: levatt, dcr, mc, density, domias)"),
+        "serializer": Field("canonical", string(), "row format of LevAtt"),
+        "distance": Field("l2", string(), "distance of DCR and MC"),
+        "params": Field({}, table, "per-attack parameters: { levatt = { ... }, dcr = { ... } }"),
+        "n_members": Field(None, integer(1, none=True), "cap on members (seeded subsample)"),
+        "n_non_members": Field(None, integer(1, none=True), "cap on non-members (seeded subsample)"),
+        "non_members": Field("test", choice(["test"]), "where non-members come from"),
+        "reference": Field("none", choice(["none", "test"]), "DOMIAS reference: none, or half of the test split"),
+        "nan": Field("error", choice(["error", "match"]), "missing values"),
+        "n_bootstrap": Field(200, integer(0), "bootstrap resamples of the AUC and TPR intervals (0: none)"),
+        "shadows": Field(0, integer(0), "shadow generators for the shadow-model attacks (lira, groundhog; 0: none)"),
+        "shadow_design": Field("online", choice(["online", "offline"]), "online: targets in half the shadows"),
+    }
+    needs = ("synthetic",)
+    resumable = True  # shadows already trained are kept; the attacks themselves are recomputed
+
+    @classmethod
+    def configure(cls, options: Mapping[str, Any], cell: CellInfo, where: str) -> dict[str, Any]:
+        require_test(cell, "non_members", options["non_members"], where)
+        config = dict(options)
+        config["attacks"] = list(options["attacks"] or _default_attacks())
+        unknown = sorted(set(config["params"]) - set(config["attacks"]))
+        if unknown:
+            raise ParameterError(
+                f"{where}params.{unknown[0]}: not one of the attacks run ({', '.join(config['attacks'])})"
+            )
+        for name, p in config["params"].items():
+            if not isinstance(p, Mapping):
+                raise ParameterError(f"{where}params.{name} must be a table of parameters, got {p!r}")
+        from tabmem.attacks import ATTACKS
+
+        shadow_attacks = [a for a in config["attacks"] if ATTACKS[a].needs_shadows]
+        if shadow_attacks and config["shadows"] < 4:
+            raise ParameterError(
+                f"{where}shadows: {', '.join(shadow_attacks)} need shadow generators: set shadows >= 4, got {config['shadows']}"
+            )
+        if config["shadows"]:
+            require_test(cell, "shadows", "test", where)  # the population comes from the test split
+            from tabmem.studies.steps.train import TrainStep
+
+            gen = TrainStep.configure({"device": None}, cell, where)
+            config["generator"] = {k: gen[k] for k in ("model", "preset", "dataset_preset", "params", "resolved")}
+        return config
+
+    def run(self, ctx: StepContext) -> list[MetricRow]:
+        from tabmem.attacks.runner import run_attacks
+
+        c = self.config
+        train, test = ctx.data.train, ctx.data.test
+        assert test is not None
+        members = _cap(train, c["n_members"], ctx.seed_for("members"))
+        reference = None
+        if c["reference"] == "test":
+            order = np.random.default_rng(ctx.seed_for("reference-split")).permutation(len(test))
+            half = len(test) // 2
+            reference = test.iloc[np.sort(order[half:])].reset_index(drop=True)
+            test = test.iloc[np.sort(order[:half])].reset_index(drop=True)
+        keep = subsample_rows(len(test), c["n_non_members"], ctx.seed_for("non-members"))
+        population = test.drop(index=test.index[keep]).reset_index(drop=True)
+        non_members = test.iloc[keep].reset_index(drop=True)
+        defaults = {
+            "levatt": {"serializer": c["serializer"], "n_jobs": ctx.threads},
+            "dcr": {"distance": c["distance"], "n_jobs": ctx.threads},
+            "mc": {"distance": c["distance"], "n_jobs": ctx.threads},
+        }
+        params = {name: {**defaults.get(name, {}), **dict(c["params"].get(name, {}))} for name in c["attacks"]}
+        if c["shadows"]:
+            return self._run_with_shadows(ctx, members, non_members, population, reference, params)
+        report = run_attacks(
+            members,
+            non_members,
+            ctx.read_table("synthetic"),
+            ctx.data.schema,
+            reference=reference,
+            attacks=c["attacks"],
+            attack_params=params,
+            nan=c["nan"],
+            n_bootstrap=c["n_bootstrap"],
+            random_state=ctx.seed_for("attack"),
+        )
+        report.save(ctx.out)
+        return self._rows(ctx, report, report.summary())
+
+    def _run_with_shadows(self, ctx, members, non_members, population, reference, params) -> list[MetricRow]:
+        from tabmem.attacks.runner import AttackReport
+        from tabmem.runs.attack import attack_to_dir
+
+        c, g = self.config, self.config["generator"]
+        captured: list[AttackReport] = []
+        summary = attack_to_dir(
+            members,
+            non_members,
+            ctx.read_table("synthetic"),
+            ctx.data.schema,
+            ctx.out,
+            attacks=c["attacks"],
+            attack_params=params,
+            reference=reference,
+            population=population,
+            model=g["model"],
+            preset=g["preset"],
+            params=g["params"],
+            dataset=g["dataset_preset"],
+            n_shadows=c["shadows"],
+            shadow_design=c["shadow_design"],
+            threads=ctx.threads,
+            population_overlap="drop",
+            nan=c["nan"],
+            n_bootstrap=c["n_bootstrap"],
+            seed=ctx.seed_for("attack"),
+            on_report=captured.append,
+        )
+        return self._rows(ctx, captured[0], summary)
+
+    def _rows(self, ctx: StepContext, report: Any, summary: dict[str, Any]) -> list[MetricRow]:
+        from tabmem.attacks.evaluation import DEFAULT_FPRS
+
+        rows: list[MetricRow] = []
+        for name, r in report.results.items():
+            tci = r.tpr_at_fpr_ci  # same stratified resamples as the AUC interval
+            rows.append(metric("auc", r.auc, component=name, ci=r.auc_ci, goal="minimize", baseline=0.5))
+            for f in DEFAULT_FPRS:
+                key = _fpr_key(f)
+                rows.append(
+                    metric(f"tpr_at_fpr_{key}", r.tpr_at_fpr[f], component=name, ci=tci[f], goal="minimize", baseline=f)
+                )
+            for f in DEFAULT_FPRS:
+                key = _fpr_key(f)
+                rows.append(
+                    metric(
+                        f"tpr_strict_at_fpr_{key}", r.tpr_at_fpr_strict[f], component=name, goal="minimize", baseline=f
+                    )
+                )
+            rows += [
+                metric("balanced_accuracy", r.balanced_accuracy, component=name, goal="minimize", baseline=0.5),
+                metric("n_members", r.n_members, component=name),
+                metric("n_non_members", r.n_non_members, component=name),
+                metric("min_resolved_fpr", 1.0 / r.n_non_members, component=name),
+            ]
+            audit = summary[name]
+            for f in ("0.1", "0.01"):
+                m = audit["midst_tpr_at_fpr"][f]
+                rows.append(
+                    metric(
+                        f"midst_tpr_at_fpr_{f}",
+                        m["tpr"],
+                        component=name,
+                        ci=m["tpr_ci"],
+                        goal="minimize",
+                        baseline=float(f),
+                    )
+                )
+            rows.append(
+                metric(
+                    "epsilon_lower_bound",
+                    audit["epsilon_lower_bound"]["epsilon"],
+                    component=name,
+                    goal="minimize",
+                    baseline=0.0,
+                )
+            )
+        return rows
+
+    @classmethod
+    def estimate(cls, config: Mapping[str, Any], cell: CellInfo) -> float:
+        n = float(cell.dataset.n_rows or 10_000)
+        members = min(n, float(config["n_members"] or n))
+        non_members = float(config["n_non_members"] or n / 4)
+        total = attack_seconds(list(config["attacks"]), members + non_members, n, cell, config["n_bootstrap"])
+        if config["shadows"]:  # each shadow: the cell's training cost on a training table of the same size
+            from tabmem.studies.estimate import train_seconds
+
+            total += config["shadows"] * train_seconds({**config["generator"], "holdout": False}, cell)
+        return total
+
+
+def _cap(frame, cap: int | None, seed: int):
+    rows = subsample_rows(len(frame), cap, seed)
+    return frame if len(rows) == len(frame) else frame.iloc[rows].reset_index(drop=True)

@@ -1,0 +1,204 @@
+"""Issue 10's mitigation steps, placed by a ``[[mitigations]]`` entry: ``augment`` and ``dynamiccut``.
+
+* ``augment`` (before ``train``): a registered augmenter (``tabcutmix``, ``smote``, ...) appends
+  new rows to the training rows; the train step trains on ``augmented.csv`` (the ``tabmem
+  augment --seed N`` layout and bytes).
+* ``dynamiccut`` (instead of ``train``): :func:`~tabmem.studies.dynamiccut_to_dir` with the
+  cell's generator: warm-up (or the count oracle's full run), ranking, pruning, retraining from
+  scratch, optionally mixed (DynamicCutMix); its directory is the ``tabmem dynamiccut`` layout and
+  its ``model`` is the retrained generator.
+
+The evaluation steps that follow are the same for every arm: they measure memorization against
+the cell's original training rows (everyone who contributed data) with the holdout baseline, so
+arms compare side by side in ``results.parquet``. The ``dynamiccut`` step adds what only it knows:
+the rate against the pruned table and the sizes (its own sample of |train| rows, no quality).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tabmem.errors import ParameterError
+from tabmem.studies._fields import Field, choice, integer, number, string, table
+from tabmem.studies.estimate import train_seconds
+from tabmem.studies.steps.base import CellInfo, Step, StepContext, register_step
+from tabmem.studies.steps.train import TrainStep
+from tabmem.studies.store import MetricRow, metric
+
+
+def _augmenters() -> list[str]:
+    from tabmem.mitigation import AUGMENTERS
+
+    return AUGMENTERS.names()
+
+
+def _augmenters_or_none() -> list[str]:
+    return ["none", *_augmenters()]
+
+
+def _rankings() -> list[str]:
+    from tabmem.mitigation import RANKING_METHODS
+
+    return list(RANKING_METHODS)
+
+
+def _distances() -> list[str]:
+    from tabmem.neighbors.distances import DISTANCES
+
+    return DISTANCES.names()
+
+
+def _check_augmenter(method: str, params: Mapping[str, Any], key: str, where: str) -> None:
+    """Unknown or bad augmenter parameters fail when the study is read, not in a worker."""
+    from tabmem.mitigation import get_augmenter
+
+    try:
+        get_augmenter(method, **params)._check_params()
+    except ParameterError as exc:
+        raise ParameterError(f"{where}{key}: {exc}") from None
+
+
+def _generator(cell: CellInfo, device: str | None, where: str) -> dict[str, Any]:
+    """The cell's generator resolved as the train step resolves it (preset, per-dataset preset, overrides)."""
+    options = {k: f.default for k, f in TrainStep.options.items()} | {"device": device}
+    c = TrainStep.configure(options, cell, where)
+    return {k: c[k] for k in ("model", "preset", "dataset_preset", "params", "resolved")}
+
+
+@register_step("augment")
+class AugmentStep(Step):
+    """Append a registered augmenter's new rows to the training rows (the train step trains on them)."""
+
+    options = {
+        "method": Field("tabcutmix", choice(_augmenters), "a registered augmenter (tabmem.mitigation.AUGMENTERS)"),
+        "ratio": Field(0.3, number(0, None, low_open=True), "new rows as a share of the training rows"),
+        "params": Field({}, table, "the augmenter's parameters, e.g. { mode = 'paper' }"),
+    }
+    axis = "mitigations"
+    placement = ("before", "train")
+    produces = {"train_table": "augmented.csv"}
+
+    @classmethod
+    def configure(cls, options: Mapping[str, Any], cell: CellInfo, where: str) -> dict[str, Any]:
+        _check_augmenter(options["method"], options["params"], "params", where)
+        return dict(options)
+
+    def run(self, ctx: StepContext) -> list[MetricRow]:
+        from tabmem._io import write_frame, write_json
+        from tabmem.mitigation import augmented_table, get_augmenter
+
+        c = self.config
+        train, schema = ctx.data.train, ctx.data.schema
+        aug = get_augmenter(c["method"], **c["params"]).fit(train, schema)
+        new = aug.augment(ratio=c["ratio"], random_state=ctx.seed)  # = tabmem augment --seed N
+        write_frame(ctx.out / "augmented.csv", augmented_table(train, new))
+        write_json(
+            ctx.out / "summary.json",
+            {
+                "method": c["method"],
+                "ratio": c["ratio"],
+                "n_original": len(train),
+                "n_new": len(new),
+                "seed": ctx.seed,
+                "params": aug.get_params(),
+                "target": schema.target,
+            },
+        )
+        return [metric("n_original", len(train)), metric("n_new", len(new))]
+
+
+@register_step("dynamiccut")
+class DynamicCutStep(Step):
+    """DynamicCut (or a control / the count oracle / DynamicCutMix) in place of the train step."""
+
+    options = {
+        "prune": Field(0.10, number(0, 1, low_open=True), "share of training records removed (⌈p·N⌉)"),
+        "prune_by": Field("intensity", choice(_rankings), "intensity | count | first-memorization | random"),
+        "warmup_epochs": Field(None, integer(1, none=True), "warm-up epochs (intensity, first-memorization)"),
+        "track_every": Field(None, integer(1, none=True), "tracking interval of the warm-up"),
+        "top_k": Field(3, integer(1), "intensity: mean of each record's k largest per-epoch Mem-AUCs"),
+        "mix": Field("none", choice(_augmenters_or_none), "augmenter applied to the pruned table (DynamicCutMix)"),
+        "mix_ratio": Field(0.3, number(0, None, low_open=True), "new rows of the mix, as a share of the pruned table"),
+        "mix_params": Field({}, table, "the mix augmenter's parameters"),
+        "distance": Field(
+            "fang2024", choice(_distances), "distance of the tracking and of the rate vs the pruned table"
+        ),
+        "device": Field(None, string(), "cpu, cuda or auto (default: the generator's)"),
+    }
+    axis = "mitigations"
+    placement = ("instead", "train")
+    produces = {"model": "retrain/model.pt", "synthetic": "synthetic.csv"}
+    resumable = True
+
+    @classmethod
+    def configure(cls, options: Mapping[str, Any], cell: CellInfo, where: str) -> dict[str, Any]:
+        from tabmem.mitigation import check_dynamiccut
+
+        gen = _generator(cell, options["device"], where)
+        mix = None if options["mix"] == "none" else options["mix"]
+        try:
+            check_dynamiccut(
+                epochs=int(gen["resolved"]["epochs"]),
+                warmup_epochs=options["warmup_epochs"],
+                track_every=options["track_every"],
+                top_k=options["top_k"],
+                prune=options["prune"],
+                prune_by=options["prune_by"],
+                mix=mix,
+                mix_ratio=options["mix_ratio"],
+            )
+        except ParameterError as exc:
+            raise ParameterError(f"{where}{exc}") from None
+        if mix is not None:
+            _check_augmenter(mix, options["mix_params"], "mix_params", where)
+        return {**gen, **{k: v for k, v in options.items() if k != "device"}}
+
+    def run(self, ctx: StepContext) -> list[MetricRow]:
+        from tabmem.runs.dynamiccut import dynamiccut_to_dir
+        from tabmem.studies.steps.train import _tuples
+
+        c = self.config
+        s = dynamiccut_to_dir(
+            ctx.data.train,
+            ctx.data.schema,
+            ctx.out,
+            model=c["model"],
+            preset=c["preset"],
+            params=_tuples(c["params"]),
+            warmup_epochs=c["warmup_epochs"],
+            track_every=c["track_every"],
+            top_k=c["top_k"],
+            prune=c["prune"],
+            prune_by=c["prune_by"],
+            mix=None if c["mix"] == "none" else c["mix"],
+            mix_ratio=c["mix_ratio"],
+            mix_params=c["mix_params"],
+            distance=c["distance"],
+            seed=ctx.seed,
+            resume=ctx.resume,
+            source={"study_dataset": ctx.cell.dataset.identity},
+            dataset=c["dataset_preset"],
+            quality=False,  # the quality step judges every arm alike
+            n_jobs=ctx.threads,
+        )
+        d = c["distance"]
+        return [
+            metric("memorization_rate_vs_pruned", s["memorization_rate_vs_pruned"], component=d, goal="minimize"),
+            metric("n_pruned", s["n_pruned"]),
+            metric("n_retrain", s["n_retrain"]),
+            metric("n_new", s["n_new"]),
+            metric("warmup_epochs", s["warmup_epochs"]),
+        ]
+
+    @classmethod
+    def estimate(cls, config: Mapping[str, Any], cell: CellInfo) -> float:
+        one = train_seconds({**config, "holdout": False}, cell)
+        epochs = float(config["resolved"].get("epochs") or 1)
+        if config["prune_by"] == "random":
+            warm = 0.0
+        elif config["prune_by"] == "count":
+            warm = 1.0
+        else:
+            warm = float(config["warmup_epochs"] or epochs) / epochs
+        return one * (1.0 + warm)

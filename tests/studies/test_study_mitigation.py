@@ -1,0 +1,160 @@
+"""Issue 10's mitigation steps in a study: ``augment`` before train, ``dynamiccut`` instead of train."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from study_fixtures import BASE
+from tabmem.cli import cli
+from tabmem.errors import ParameterError
+from tabmem.studies.runner import run_study
+from tabmem.studies.store import load_results
+from tabmem.studies.study import load_study
+
+ARMS = """
+[[mitigations]]
+label = "none"
+
+[[mitigations]]
+label = "tcm30"
+step = "augment"
+method = "tabcutmix"
+ratio = 0.3
+
+[[mitigations]]
+label = "random10"
+step = "dynamiccut"
+prune_by = "random"
+
+[[mitigations]]
+label = "dc10"
+step = "dynamiccut"
+prune_by = "intensity"
+warmup_epochs = 2
+track_every = 1
+top_k = 2
+
+[[mitigations]]
+label = "dcm"
+step = "dynamiccut"
+warmup_epochs = 2
+track_every = 1
+mix = "tabcutmix"
+"""
+
+
+def _study(extra: str = ARMS) -> str:
+    text = BASE.replace('"train", "audit", "attack", "quality"', '"train", "sample", "audit", "quality"')
+    text = text.replace("epochs = 2\n", "epochs = 4\n").replace(
+        'distances = ["fang2024", "gower"]', 'distances = ["fang2024"]'
+    )
+    text = text.replace('[attack]\nattacks = ["levatt", "dcr"]\nn_bootstrap = 20\n', "")
+    return text + extra
+
+
+def test_arms_are_placed_and_measured_against_the_original_rows(write_study, tmp_path):
+    path = write_study(_study())
+    study = load_study(path)
+    assert [[s.name for s in c.steps] for c in study.cells] == [
+        ["train", "sample", "audit", "quality"],
+        ["augment", "train", "sample", "audit", "quality"],
+        ["dynamiccut", "sample", "audit", "quality"],
+        ["dynamiccut", "sample", "audit", "quality"],
+        ["dynamiccut", "sample", "audit", "quality"],
+    ]
+    out = tmp_path / "out"
+    outcome = run_study(path, out, jobs=1, echo=lambda _m: None)
+    assert outcome.done == 5 and not outcome.failed
+    none, tcm, rnd, dc, dcm = (out / "cells" / c.id for c in study.cells)
+    original = pd.read_csv(tmp_path / "data" / "train.csv")
+
+    # augment: the 80 training rows unchanged and in order, then 0.3 x 80 = 24 new rows; train trains on 104
+    aug = pd.read_csv(tcm / "augment" / "augmented.csv")
+    assert len(aug) == 104
+    pd.testing.assert_frame_equal(aug.iloc[:80].reset_index(drop=True), original, check_dtype=False)
+    assert json.loads((tcm / "train" / "summary.json").read_text())["n_train"] == 104
+
+    # dynamiccut: ceil(0.1 x 80) = 8 records pruned; retrained from scratch on 72 (+ int(0.3 x 72) = 21 mixed rows in dcm)
+    for cell, n_retrain in ((rnd, 72), (dc, 72), (dcm, 72 + int(0.3 * 72))):
+        ranking = pd.read_csv(cell / "dynamiccut" / "ranking.csv")
+        assert int(ranking["pruned"].sum()) == 8
+        assert json.loads((cell / "dynamiccut" / "retrain" / "summary.json").read_text())["n_train"] == n_retrain
+    assert not (rnd / "dynamiccut" / "warmup").exists()  # the random control needs no warm-up
+    assert json.loads((dc / "dynamiccut" / "warmup" / "summary.json").read_text())["epochs"] == 2
+    # the sample step draws from the retrained model: the pruned records' arm is judged like every other arm
+    for cell in (none, tcm, rnd, dc, dcm):
+        assert len(pd.read_csv(cell / "sample" / "synthetic.csv")) == 80
+        audit = json.loads((cell / "audit" / "fang2024" / "summary.json").read_text())
+        assert audit["n_train"] == 80  # everyone who contributed data
+
+    df = load_results(out)
+    assert set(df.mitigation) == {"none", "tcm30", "random10", "dc10", "dcm"}
+    for label in ("none", "tcm30", "random10", "dc10", "dcm"):
+        rows = df[df.mitigation == label]
+        excess = rows[(rows.metric == "excess_memorization") & (rows.component == "fang2024")]
+        assert len(excess) == 1 and excess.ci_low.item() <= excess.value.item() <= excess.ci_high.item()
+        assert {"shape", "trend"} <= set(rows[rows.step == "quality"].metric)
+    dcr = df[(df.step == "dynamiccut") & (df.metric == "n_pruned")]
+    assert sorted(dcr.value) == [8.0, 8.0, 8.0]
+    vs_pruned = df[(df.step == "dynamiccut") & (df.metric == "memorization_rate_vs_pruned")]
+    assert len(vs_pruned) == 3 and vs_pruned.value.between(0, 1).all()
+    new = df[(df.step == "augment") & (df.metric == "n_new")].value.item()
+    assert new == 24.0 and not math.isnan(new)
+
+
+def test_augment_step_writes_what_tabmem_augment_writes(write_study, tmp_path):
+    path = write_study(_study(ARMS.split('[[mitigations]]\nlabel = "random10"')[0]))
+    out = tmp_path / "out"
+    study = load_study(path)
+    run_study(path, out, jobs=1, echo=lambda _m: None, only=[c.name for c in study.cells if "tcm30" in c.name])
+    cell = next(c for c in study.cells if "tcm30" in c.name)
+    cli_out = tmp_path / "cli"
+    res = CliRunner().invoke(
+        cli,
+        ["augment", "--train", str(tmp_path / "data" / "train.csv"), "--target", "y", "--categorical", "c,y",
+         "--method", "tabcutmix", "--ratio", "0.3", "--seed", "0", "--out", str(cli_out)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (out / "cells" / cell.id / "augment" / "augmented.csv").read_bytes() == (
+        cli_out / "augmented.csv"
+    ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ('step = "dynamiccut"\nprune_by = "intensity"', r"give warmup_epochs .* and track_every"),
+        ('step = "dynamiccut"\nwarmup_epochs = 9\ntrack_every = 1', r"warmup_epochs .* = 9 is longer than the run"),
+        ('step = "dynamiccut"\nprune_by = "random"\nprune = 1.0', r"prune"),
+        ('step = "dynamiccut"\nprune_by = "random"\nmix = "nope"', r"mix: unknown value 'nope'"),
+        ('step = "augment"\nmethod = "tabcutmix"\nparams = { mode = "bernoulli" }', r"params: .*mode"),
+        ('step = "augment"\nratio = 0', r"ratio must be a number in \(0"),
+        ('step = "dynamiccut"\nprune_by = "random"\nmix = "smote"\nmix_params = { k = 3 }', r"mix_params: .*k"),
+    ],
+)
+def test_bad_mitigation_entries_fail_when_the_study_is_read(write_study, entry, message):
+    path = write_study(_study(f'\n[[mitigations]]\nlabel = "bad"\n{entry}\n'))
+    with pytest.raises(ParameterError, match=message):
+        load_study(path)
+
+
+def test_shipped_mitigation_studies_parse_into_their_arms():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "studies" / "mitigation"
+    quick = load_study(root / "quick.toml")
+    assert len(quick.cells) == 8 and {c.seed for c in quick.cells} == {0, 1}
+    assert {c.labels["mitigation"] for c in quick.cells} == {"none", "random10", "dc10", "tcm30"}
+    full = load_study(root / "full.toml")
+    arms = {(c.labels["generator"], c.labels["mitigation"]) for c in full.cells}
+    assert len(full.cells) == 3 * len(arms) and {c.seed for c in full.cells} == {0, 1, 2}
+    assert {m for g, m in arms if g == "tabddpm"} == {"none", "random10", "dc10", "count10", "tcm30", "dcm", "smote30"}
+    for cell in full.cells:  # every DynamicCut warm-up is 20% of its generator's schedule
+        for step in cell.steps:
+            if step.name == "dynamiccut" and step.config["prune_by"] == "intensity":
+                assert step.config["warmup_epochs"] * 5 == step.config["resolved"]["epochs"]
