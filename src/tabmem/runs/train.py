@@ -34,7 +34,6 @@ Nothing here prints or logs raw training records.
 
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -43,15 +42,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabmem._io import read_json, write_frame, write_json
+from tabmem._io import write_frame, write_json
 from tabmem.callbacks import Callback, StopAtEpoch
 from tabmem.data.schema import Schema, validate
-from tabmem.errors import TabmemError, suggest
+from tabmem.errors import TabmemError
 from tabmem.generators import get_generator
 from tabmem.generators.base import check_magnitudes
 from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import ReplicaDetector
 from tabmem.memorization.tracker import MemorizationTracker
+from tabmem.runs.protocol import RunDirectory, RunKind, flag_text
 
 CONFIG_KEYS = (
     "model",
@@ -80,7 +80,10 @@ RUN_FILES = (
     "tracking",
 )
 
-__all__ = ["train_to_dir", "demo_train", "RUN_FILES"]
+#: the training run type of the run-directory protocol
+TRAIN_RUN = RunKind("training", RUN_FILES)
+
+__all__ = ["train_to_dir", "demo_train", "RUN_FILES", "TRAIN_RUN"]
 
 
 class _Progress(Callback):
@@ -173,18 +176,10 @@ def train_to_dir(
     (:func:`~tabmem.memorization.evidence.distance_evidence`; a study's audit step computes its
     own, so the study's train step leaves it out).
     """
-    out = Path(out_dir)
     if resume and overwrite:
-        raise TabmemError(_flag_text("resume", "overwrite") + " exclude each other")
-    params = dict(params or {})
-    gen = get_generator(model, preset=preset, dataset=dataset, **params).check_params()
-    # validate once, before anything is written (a bad table never leaves a run directory behind)
-    table = validate(train, schema, name="training", nan="error")
-    if len(table) < 2:
-        raise TabmemError(f"training table: needs at least 2 rows, got {len(table)}")
-    check_magnitudes(table)
-    if holdout is not None:  # structural problems of the holdout surface now, not after training
-        holdout = validate(holdout, schema, name="holdout", nan="error")
+        raise TabmemError(flag_text("resume", "overwrite") + " exclude each other")
+    gen = get_generator(model, preset=preset, dataset=dataset, **dict(params or {})).check_params()
+    table, holdout = _validated(train, holdout, schema)
     if stop_after is not None and not 1 <= int(stop_after) <= int(gen.epochs):
         raise TabmemError(f"stop_after must be in [1, epochs={gen.epochs}], got {stop_after!r}")
     if checkpoint_every is None:
@@ -202,85 +197,104 @@ def train_to_dir(
         "schema": schema.to_dict(),
         "stop_after": None if stop_after is None else int(stop_after),
     }
-    ckpt = out / "checkpoint.pt"
+    run = RunDirectory(out_dir, TRAIN_RUN)
     warn = _Warnings(on_warning)
-    has_run = any((out / name).exists() for name in RUN_FILES)
-    if overwrite and has_run:
-        _remove_run(out)
-    elif resume and ckpt.is_file():
-        old = read_json(out / "config.json") if (out / "config.json").is_file() else {}
-        diff = [k for k in CONFIG_KEYS if k != "params" and old.get(k) != config.get(k)]
-        old_params = {k: v for k, v in old.get("params", {}).items() if k not in ("epochs", "device")}
-        new_params = {k: v for k, v in config["params"].items() if k not in ("epochs", "device")}
-        if old_params != new_params:
-            diff.append("params")
-        if diff:
-            raise TabmemError(
-                f"{_flag_text('resume')}: settings differ from the run in {str(out)!r}: {', '.join(diff)} "
-                f"(start a new run with {_flag_text('overwrite')} or another output directory)"
-            )
-    elif resume:
-        if has_run:
-            warn(f"no checkpoint yet in {str(out)!r} (the run stopped before its first one): starting from scratch")
-            _remove_run(out)
-        resume = False
-    elif has_run:
-        state = "a training run" if ckpt.is_file() else "a training run that stopped before its first checkpoint"
-        raise TabmemError(
-            f"{str(out)!r} already holds {state}: pass {_flag_text('resume')} to continue it (from scratch when "
-            f"there is no checkpoint) or {_flag_text('overwrite')} to start again, or choose another output directory"
+    with run.lock():
+        resuming = run.start(config, resume=resume, overwrite=overwrite, compare=_settings_differ, warn=warn)
+        tracker = _tracker(run.path, track_every, track_samples, distance, seed)
+        callbacks = [c for c in (tracker, StopAtEpoch(int(stop_after)) if stop_after else None) if c is not None]
+        callbacks.append(_Progress(int(stop_after or gen.epochs), enabled=progress))
+        t0 = time.perf_counter()
+        ckpt = run.path / TRAIN_RUN.progress
+        gen.fit(table, schema, callbacks=callbacks, random_state=seed, resume_from=ckpt if resuming else None,
+                checkpoint_every=checkpoint_every, checkpoint_path=ckpt)  # fmt: skip
+        train_seconds = time.perf_counter() - t0
+        gen.save(run.path / "model.pt")
+        write_frame(run.path / "history.csv", pd.DataFrame(gen.history_))
+        summary, counts = _final_audit(run.path, gen, table, schema, tracker, holdout, distance=distance, seed=seed,
+                               duplicates=duplicates, evidence=evidence, q=q)  # fmt: skip
+        summary.update(
+            model=model,
+            preset=preset,
+            epochs=int(gen.epoch_),
+            seed=int(seed),
+            train_seconds=train_seconds,
+            n_train=int(gen.n_train_),
+            final_loss=gen.history_[-1].get("loss") if gen.history_ else None,
         )
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "config.json", config)
+        for message in summary.get("warnings", []):
+            warn(message)
+        summary["warnings"] = warn.messages
+        _write_dynamics(run.path, tracker, summary, counts, q)
+        write_json(run.path / "summary.json", summary)
+    return summary
 
-    callbacks: list[Any] = []
-    tracker = None
-    if track_every:
-        tracker = MemorizationTracker(
-            every=track_every,
-            n_samples=track_samples,
-            distance=distance,
-            path=out / "tracking",
-            keep_last_sample=True,
-            random_state=seed,
-        )
-        callbacks.append(tracker)
-    if stop_after is not None:
-        callbacks.append(StopAtEpoch(int(stop_after)))
-    callbacks.append(_Progress(int(stop_after or gen.epochs), enabled=progress))
-    t0 = time.perf_counter()
-    gen.fit(
-        table,
-        schema,
-        callbacks=callbacks,
+
+def _validated(train: pd.DataFrame, holdout: pd.DataFrame | None, schema: Schema) -> tuple[Any, Any]:
+    """The training (and holdout) table validated once, before anything is written."""
+    table = validate(train, schema, name="training", nan="error")
+    if len(table) < 2:
+        raise TabmemError(f"training table: needs at least 2 rows, got {len(table)}")
+    check_magnitudes(table)
+    if holdout is not None:  # structural problems of the holdout surface now, not after training
+        holdout = validate(holdout, schema, name="holdout", nan="error")
+    return table, holdout
+
+
+def _settings_differ(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The settings of a resumed run that differ (``epochs`` may grow and ``device`` change)."""
+    diff = [k for k in CONFIG_KEYS if k != "params" and old.get(k) != new.get(k)]
+    free = ("epochs", "device")
+    old_params = {k: v for k, v in old.get("params", {}).items() if k not in free}
+    if old_params != {k: v for k, v in new["params"].items() if k not in free}:
+        diff.append("params")
+    return diff
+
+
+def _tracker(
+    out: Path, track_every: int, track_samples: int | None, distance: str, seed: int
+) -> MemorizationTracker | None:
+    if not track_every:
+        return None
+    return MemorizationTracker(
+        every=track_every,
+        n_samples=track_samples,
+        distance=distance,
+        path=out / "tracking",
+        keep_last_sample=True,
         random_state=seed,
-        resume_from=ckpt if resume else None,
-        checkpoint_every=checkpoint_every,
-        checkpoint_path=ckpt,
     )
-    train_seconds = time.perf_counter() - t0
-    gen.save(out / "model.pt")
-    write_frame(out / "history.csv", pd.DataFrame(gen.history_))
 
-    # |train| rows from the final model (reuse the tracker's sample of the final epoch when it has one)
-    if (
-        tracker is not None
-        and tracker.last_sample_ is not None
-        and tracker.epochs_[-1]["epoch"] == gen.epoch_
-        and len(tracker.last_sample_) == len(train)
-    ):
-        synthetic, result = tracker.last_sample_, tracker.last_result_
-    elif (
-        tracker is not None
-        and tracker.tracks(int(gen.epoch_), int(gen.epochs))
-        and int(tracker.n_samples or len(train)) == len(train)
-    ):
+
+def _final_sample(gen: Any, n: int, tracker: MemorizationTracker | None, seed: int) -> tuple[pd.DataFrame, Any]:
+    """|train| rows from the final model, and their replica result when the tracker already scored them."""
+    epoch = int(gen.epoch_)
+    if tracker is not None and tracker.last_sample_ is not None and tracker.epochs_[-1]["epoch"] == epoch:
+        if len(tracker.last_sample_) == n:
+            return tracker.last_sample_, tracker.last_result_
+    if tracker is not None and tracker.tracks(epoch, int(gen.epochs)) and int(tracker.n_samples or n) == n:
         # a run resumed at its last checkpoint trains no epoch, so the tracker drew nothing: draw what it drew
-        synthetic = gen.sample(len(train), random_state=tracker.sample_seed(int(gen.epoch_)))
-        result = None
-    else:
-        synthetic = gen.sample(len(train), random_state=int(np.random.SeedSequence([seed, 99]).generate_state(1)[0]))
-        result = None
+        return gen.sample(n, random_state=tracker.sample_seed(epoch)), None
+    return gen.sample(n, random_state=int(np.random.SeedSequence([seed, 99]).generate_state(1)[0])), None
+
+
+def _final_audit(
+    out: Path,
+    gen: Any,
+    table: Any,
+    schema: Schema,
+    tracker: MemorizationTracker | None,
+    holdout: Any,
+    *,
+    distance: str,
+    seed: int,
+    duplicates: str,
+    evidence: bool,
+    q: float,
+) -> tuple[dict[str, Any], np.ndarray]:
+    """Write synthetic.csv and records.csv of the final model; the summary of its replicas (and the
+    holdout's) and the per-record replica counts."""
+    synthetic, result = _final_sample(gen, len(table), tracker, seed)
     if tracker is not None and duplicates == "papers":
         det = tracker.detector_
     else:
@@ -300,26 +314,20 @@ def train_to_dir(
             extra = distance_evidence(det, result, syn, holdout, random_state=seed)
     summary = result.summary(random_state=seed)
     summary.update(extra)
-    summary.update(
-        model=model,
-        preset=preset,
-        epochs=int(gen.epoch_),
-        seed=int(seed),
-        train_seconds=train_seconds,
-        n_train=int(gen.n_train_),
-        final_loss=gen.history_[-1].get("loss") if gen.history_ else None,
-    )
-    for message in summary.get("warnings", []):
-        warn(message)
-    summary["warnings"] = warn.messages
-    if tracker is not None and tracker.epochs_:
-        dyn = tracker.dynamics()
-        comparison = dyn.compare(q=q, final_counts=result.record_counts)
-        write_json(out / "dynamics.json", comparison)
-        write_frame(out / "trajectories.csv", dyn.trajectories(q=q, final_counts=result.record_counts))
-        summary["dynamics_findings"] = comparison["findings"]
-    write_json(out / "summary.json", summary)
-    return summary
+    return summary, result.record_counts
+
+
+def _write_dynamics(
+    out: Path, tracker: MemorizationTracker | None, summary: dict[str, Any], counts: np.ndarray, q: float
+) -> None:
+    """dynamics.json and trajectories.csv of a tracked run (Top vs Non-top records)."""
+    if tracker is None or not tracker.epochs_:
+        return
+    dyn = tracker.dynamics()
+    comparison = dyn.compare(q=q, final_counts=counts)
+    write_json(out / "dynamics.json", comparison)
+    write_frame(out / "trajectories.csv", dyn.trajectories(q=q, final_counts=counts))
+    summary["dynamics_findings"] = comparison["findings"]
 
 
 class _Warnings:
@@ -332,24 +340,6 @@ class _Warnings:
         self.messages.append(message)
         if self.callback is not None:
             self.callback(message)
-
-
-def _flag_text(*names: str) -> str:
-    """``--resume`` under the command line, ``resume=True`` in the library (joined with 'and')."""
-    return " and ".join(suggest(f"{n}=True", f"--{n}") or f"{n}=True" for n in names)
-
-
-def _remove_run(out: Path) -> None:
-    """Delete the files of a training run in ``out`` (and atomic-write leftovers), nothing else."""
-    for name in RUN_FILES:
-        path = out / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-    for leftover in out.glob(".*.tmp*"):
-        if leftover.is_file() and leftover.name.split(".tmp")[0].lstrip(".") in RUN_FILES:
-            leftover.unlink()
 
 
 def demo_train(
