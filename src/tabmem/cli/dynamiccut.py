@@ -1,6 +1,6 @@
 """``tabmem dynamiccut``: warm up with tracking, rank records, prune the top fraction, retrain from scratch.
 
-A thin shell over :func:`tabmem.studies.dynamiccut_to_dir` (directory layout there:
+A thin shell over :func:`tabmem.runs.dynamiccut.dynamiccut_to_dir` (directory layout there:
 ``warmup/``, ``ranking.csv``, ``retrain/``, ``synthetic.csv``, ``summary.json``). The terminal shows
 one line per stage and a before/after table of aggregates; no record values are printed.
 """
@@ -102,6 +102,9 @@ from tabmem.mitigation.ranking import RANKING_METHODS
 @torch_options
 @out_dir_option()
 @click.option("--resume", is_flag=True, help="Continue an interrupted run in --out at the stage where it stopped.")
+@click.option(
+    "--overwrite", is_flag=True, help="Replace the DynamicCut run in --out (only its files; nothing else is deleted)."
+)
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def dynamiccut(
     holdout_path: Path | None,
@@ -128,12 +131,14 @@ def dynamiccut(
     device: str | None,
     out_dir: Path,
     resume: bool,
+    overwrite: bool,
     quiet: bool,
     **table: Any,
 ) -> None:
     """Remove the most memorized training records (DynamicCut) and retrain; report memorization before/after."""
     from tabmem.generators import GENERATORS
     from tabmem.mitigation import AUGMENTERS
+    from tabmem.mitigation.dynamiccut import DynamicCut
     from tabmem.runs.dynamiccut import dynamiccut_to_dir
 
     GENERATORS.get(model)  # unknown names fail before any data is read
@@ -149,36 +154,27 @@ def dynamiccut(
         source["test"] = str(test_path)
     prepare_out_dir(out_dir)
     set_torch_threads(threads)
-    p = generator_params(params, epochs=epochs, device=device)
-    summary = dynamiccut_to_dir(
-        loaded.table,
-        loaded.schema,
-        out_dir,
-        model=model,
+    cut = DynamicCut(
+        model,
         preset=None if preset.lower() == "none" else preset,
-        params=p,
+        params=generator_params(params, epochs=epochs, device=device),
         warmup_epochs=warmup_epochs,
         track_every=track_every,
         top_k=top_k,
         prune=prune,
         prune_by=prune_by,
-        ranking=ranking_path,
         mix=mix,
         mix_ratio=mix_ratio,
         mix_params=parse_params(mix_params, "--mix-param"),
         distance=distance,
-        holdout=holdout,
-        test=test,
-        seed=seed,
-        resume=resume,
-        progress=not quiet,
-        log=click.echo,
-        source=source,
+        random_state=seed,
         dataset=table["dataset"],
-        quality=not no_quality,
-        mle_grid=mle_grid,
-        baseline=baseline_dir,
     )
+    summary = dynamiccut_to_dir(
+        loaded.table, loaded.schema, out_dir, cut, ranking=ranking_path, holdout=holdout, test=test,
+        resume=resume, overwrite=overwrite, progress=not quiet, log=click.echo, source=source,
+        quality=not no_quality, mle_grid=mle_grid, baseline=baseline_dir,
+    )  # fmt: skip
     print_before_after(summary)
     click.echo(f"wrote {out_dir}/summary.json, ranking.csv, synthetic.csv")
 

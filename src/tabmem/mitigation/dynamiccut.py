@@ -17,15 +17,17 @@ skips stage 1, and so does ``prune_by="random"`` (the control needs no warm-up).
 ``prune_by="count"`` (the papers' sample-removal oracle) ranks by the replica counts of a *fully*
 trained model, so its stage 1 is the full schedule.
 
-:class:`DynamicCut` runs both stages in memory; :func:`tabmem.studies.dynamiccut_to_dir` runs
-them into a resumable directory (``tabmem dynamiccut``). Both use :func:`check_dynamiccut` and
-:func:`retrain_table`. The final model is judged with
+:class:`DynamicCut` holds the settings and the stages (:meth:`DynamicCut.check`,
+:meth:`DynamicCut.rank`, :func:`retrain_table`); :meth:`DynamicCut.fit` runs them in memory and
+:func:`tabmem.runs.dynamiccut.dynamiccut_to_dir` runs the same stages into a resumable directory
+(``tabmem dynamiccut``), training through its own run directories. The final model is judged with
 :func:`~tabmem.mitigation.evaluation.mitigation_report` against the original table and the pruned
 one, next to the holdout baseline.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +39,7 @@ from tabmem._params import Params
 from tabmem.callbacks import StopAtEpoch
 from tabmem.data.fingerprint import table_fingerprint
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
-from tabmem.errors import NotFittedError, ParameterError
+from tabmem.errors import NotFittedError, ParameterError, TabmemError
 from tabmem.generators import get_generator
 from tabmem.memorization.tracker import MemorizationTracker
 from tabmem.mitigation.base import AUGMENTERS, augmented_table, get_augmenter, require_class_target
@@ -159,6 +161,7 @@ class DynamicCut(Params):
         mix, mix_ratio, mix_params: an augmenter applied to the pruned table (DynamicCutMix).
         distance: replica distance of the tracker and of :meth:`evaluate`.
         random_state: seed of training, tracking, tie-breaks and augmentation.
+        dataset: a registered dataset name selecting the preset's per-dataset settings.
 
     Learned: ``ranking_``, ``pruned_rows_``, ``warmup_generator_`` and ``warmup_tracker_`` (when stage 1
     ran), ``generator_`` (the retrained model), ``n_train_``, ``n_retrain_``, ``n_new_``.
@@ -181,6 +184,7 @@ class DynamicCut(Params):
         mix_params: dict[str, Any] | None = None,
         distance: str = "fang2024",
         random_state: int = 0,
+        dataset: str | None = None,
     ) -> None:
         self.model = model
         self.preset = preset
@@ -196,44 +200,67 @@ class DynamicCut(Params):
         self.mix_params = mix_params
         self.distance = distance
         self.random_state = random_state
+        self.dataset = dataset
 
-    def _generator(self):
-        return get_generator(self.model, preset=self.preset, **dict(self.params or {}))
+    def generator(self) -> Any:
+        """A new, unfitted generator with the settings of both stages."""
+        return get_generator(self.model, preset=self.preset, dataset=self.dataset, **dict(self.params or {}))
 
-    def fit(self, train: pd.DataFrame | ValidatedTable, schema: Schema | None = None) -> DynamicCut:
-        """Stage 1 (warm-up and ranking, unless skipped) and stage 2 (prune, mix, retrain from scratch)."""
-        seed = check_random_state(self.random_state)
-        epochs = int(self._generator().epochs)
-        if schema is None:
-            schema = train.schema if isinstance(train, ValidatedTable) else Schema.infer(train)
+    def check(self, schema: Schema | None = None) -> int:
+        """Check every setting before any work (:func:`check_dynamiccut`); returns the full schedule's epochs."""
+        epochs = int(self.generator().epochs)
         check_dynamiccut(
             epochs=epochs, warmup_epochs=self.warmup_epochs, track_every=self.track_every, top_k=self.top_k,
             prune=self.prune, prune_by=self.prune_by, ranking=self.ranking, mix=self.mix, mix_ratio=self.mix_ratio,
             schema=schema,
         )  # fmt: skip
-        table = validate(train, schema, name="training", nan="error")
+        return epochs
+
+    def rank(
+        self, table: ValidatedTable, warm_up: Callable[[int, int], Any], *, what: str = "ranking"
+    ) -> tuple[Ranking, str]:
+        """Stage 1: the ranking of ``table``'s records and where it came from (``given``, ``random``, ``warmup``).
+
+        ``warm_up(stop, every)`` trains the first ``stop`` epochs tracked every ``every`` epochs and
+        returns what :func:`~tabmem.mitigation.ranking.rank_records` ranks from (a tracker, or a
+        tracked run directory); it is called only when the ranking needs a warm-up."""
+        seed = check_random_state(self.random_state)
         fingerprint = table_fingerprint(table)
+        if self.ranking is not None:
+            self.ranking.check_table(fingerprint, len(table), what=what)
+            return self.ranking, "given"
+        if self.prune_by == "random":
+            return random_ranking(len(table), fingerprint=fingerprint, random_state=seed), "random"
+        stop = warmup_length(self.prune_by, self.warmup_epochs, int(self.generator().epochs))
+        source = warm_up(stop, int(self.track_every or stop))
+        ranking = rank_records(source, self.prune_by, top_k=self.top_k, warmup_epochs=stop, random_state=seed)
+        if ranking.fingerprint is not None and ranking.fingerprint != fingerprint:
+            raise TabmemError("the warm-up tracked another training table (fingerprints differ)")
+        return ranking, "warmup"
+
+    def fit(self, train: pd.DataFrame | ValidatedTable, schema: Schema | None = None) -> DynamicCut:
+        """Stage 1 (warm-up and ranking, unless skipped) and stage 2 (prune, mix, retrain from scratch)."""
+        seed = check_random_state(self.random_state)
+        if schema is None:
+            schema = train.schema if isinstance(train, ValidatedTable) else Schema.infer(train)
+        self.check(schema)
+        table = validate(train, schema, name="training", nan="error")
         self.n_train_ = len(table)
         n_to_prune(self.n_train_, self.prune)
         self.warmup_generator_ = self.warmup_tracker_ = None
-        if self.ranking is not None:
-            self.ranking.check_table(fingerprint, self.n_train_)
-            ranking = self.ranking
-        elif self.prune_by == "random":
-            ranking = random_ranking(self.n_train_, fingerprint=fingerprint, random_state=seed)
-        else:
-            stop = warmup_length(self.prune_by, self.warmup_epochs, epochs)
-            every = self.track_every or stop
+
+        def warm_up(stop: int, every: int) -> MemorizationTracker:
             tracker = MemorizationTracker(every=every, distance=self.distance, random_state=seed or 0)
-            gen = self._generator()
+            gen = self.generator()
             gen.fit(table, schema, callbacks=[tracker, StopAtEpoch(stop)], random_state=seed)
             self.warmup_generator_, self.warmup_tracker_ = gen, tracker
-            ranking = rank_records(tracker, self.prune_by, top_k=self.top_k, warmup_epochs=stop, random_state=seed)
-        self.ranking_ = ranking
+            return tracker
+
+        self.ranking_, _ = self.rank(table, warm_up)
         rt = retrain_table(
             table,
             schema,
-            ranking,
+            self.ranking_,
             self.prune,
             mix=self.mix,
             mix_ratio=self.mix_ratio,
@@ -243,7 +270,7 @@ class DynamicCut(Params):
         self.pruned_rows_, self.n_retrain_, self.n_new_ = rt.pruned_rows, len(rt.table), rt.n_new
         self.schema_ = schema
         self._original = table
-        self.generator_ = self._generator().fit(rt.table, schema, random_state=seed)
+        self.generator_ = self.generator().fit(rt.table, schema, random_state=seed)
         return self
 
     def evaluate(

@@ -20,7 +20,6 @@ what the generators' own ``synthetic.csv`` files hold.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,14 +31,15 @@ import pandas as pd
 from tabmem._io import read_json, write_frame, write_json
 from tabmem.data.fingerprint import table_fingerprint
 from tabmem.data.schema import Schema, ValidatedTable, validate
-from tabmem.errors import TabmemError
-from tabmem.generators import get_generator, load_generator
-from tabmem.mitigation.dynamiccut import check_dynamiccut, needs_warmup, retrain_table, warmup_length
+from tabmem.errors import ParameterError, TabmemError
+from tabmem.generators import load_generator
+from tabmem.mitigation.dynamiccut import DynamicCut, RetrainTable, needs_warmup, retrain_table
 from tabmem.mitigation.evaluation import mitigation_report
-from tabmem.mitigation.ranking import Ranking, random_ranking, rank_records
-from tabmem.runs.train import train_to_dir
+from tabmem.mitigation.ranking import Ranking
+from tabmem.runs.protocol import RunDirectory, RunKind
+from tabmem.runs.train import TRAIN_RUN, train_to_dir
 
-__all__ = ["dynamiccut_to_dir", "evaluate_run_dir", "SUMMARY_KEYS"]
+__all__ = ["dynamiccut_to_dir", "evaluate_run_dir", "SUMMARY_KEYS", "DYNAMICCUT_RUN"]
 
 #: keys ``summary.json`` always has (the issue's contract)
 SUMMARY_KEYS = (
@@ -77,19 +77,12 @@ _SETTINGS = (
     "fingerprint",
 )
 
-
-def _stage_dir(path: Path, resume: bool) -> tuple[bool, bool]:
-    """(done, resume_from_checkpoint) for a ``train_to_dir`` stage directory of this run."""
-    if not path.exists():
-        return False, False
-    if not resume:
-        raise TabmemError(f"{str(path)!r} already exists: pass --resume to continue that run or choose another --out")
-    if (path / "summary.json").is_file():
-        return True, False
-    if (path / "checkpoint.pt").is_file() and (path / "config.json").is_file():
-        return False, True
-    shutil.rmtree(path)  # interrupted before its first checkpoint: start the stage again
-    return False, False
+#: the DynamicCut run type: its settings in config.json make it resumable (each stage resumes itself)
+DYNAMICCUT_RUN = RunKind(
+    "dynamiccut",
+    ("config.json", "warmup", "ranking.csv", "ranking.json", "retrain", "synthetic.csv", "summary.json"),
+    progress="config.json",
+)
 
 
 def evaluate_run_dir(
@@ -134,195 +127,215 @@ def dynamiccut_to_dir(
     train: pd.DataFrame,
     schema: Schema,
     out_dir: str | Path,
+    cut: DynamicCut | None = None,
     *,
-    model: str = "tabddpm",
-    preset: str | None = "small",
-    params: dict[str, Any] | None = None,
-    warmup_epochs: int | None = None,
-    track_every: int | None = None,
-    top_k: int = 3,
-    prune: float = 0.10,
-    prune_by: str = "intensity",
     ranking: str | Path | Ranking | None = None,
-    mix: str | None = None,
-    mix_ratio: float = 0.3,
-    mix_params: dict[str, Any] | None = None,
-    distance: str = "fang2024",
     holdout: pd.DataFrame | None = None,
     test: pd.DataFrame | None = None,
-    seed: int = 0,
     resume: bool = False,
+    overwrite: bool = False,
     progress: bool = False,
     log: Callable[[str], None] | None = None,
     source: dict[str, Any] | None = None,
-    dataset: str | None = None,
     quality: bool = True,
     mle_grid: str = "tabsyn",
     baseline: str | Path | None = None,
     n_jobs: int | None = None,
+    seed: int | None = None,
+    **settings: Any,
 ) -> dict[str, Any]:
-    """Run DynamicCut (warm-up, rank, prune, retrain from scratch, evaluate) into ``out_dir``; returns the summary.
+    """Run DynamicCut ``cut`` (warm-up, rank, prune, retrain from scratch, evaluate) into ``out_dir``; returns
+    the summary.
 
-    Parameters are those of :class:`~tabmem.mitigation.dynamiccut.DynamicCut` plus: ``holdout``
-    (real rows never trained on: the baseline), ``test`` (real test rows: MLE), ``baseline`` (a
-    ``tabmem train`` run directory of the same model on the whole table, shown as "before"),
-    ``log`` (called with one line per stage), ``progress`` (training progress bars).
+    ``cut`` is an unfitted :class:`~tabmem.mitigation.dynamiccut.DynamicCut` (its settings are the
+    run's); instead, its settings may be given as keywords (``seed`` is its ``random_state``).
+    ``ranking`` is a :class:`Ranking` or a ``ranking.csv`` of this table (transfer: no warm-up).
+    ``holdout`` (real rows never trained on: the baseline), ``test`` (real test rows: MLE),
+    ``baseline`` (a ``tabmem train`` run directory of the same model on the whole table, shown as
+    "before"), ``log`` (called with one line per stage), ``progress`` (training progress bars).
     """
     say = log or (lambda _msg: None)
-    out = Path(out_dir)
-    params = dict(params or {})
-    epochs = int(get_generator(model, preset=preset, dataset=dataset, **params).epochs)
-    given = Ranking.load(ranking) if isinstance(ranking, (str, Path)) else ranking
-    check_dynamiccut(
-        epochs=epochs,
-        warmup_epochs=warmup_epochs,
-        track_every=track_every,
-        top_k=top_k,
-        prune=prune,
-        prune_by=prune_by,
-        ranking=given,
-        mix=mix,
-        mix_ratio=mix_ratio,
-        schema=schema,
-    )
+    cut = _the_cut(cut, ranking, seed, settings)
+    epochs = cut.check(schema)
     table = validate(train, schema, name="training", nan="error")
     fingerprint = table_fingerprint(table)
-    n_train = len(table)
-    if given is not None:
-        given.check_table(
-            fingerprint, n_train, what=f"ranking {str(ranking)!r}" if isinstance(ranking, (str, Path)) else "ranking"
+    what = f"ranking {str(ranking)!r}" if isinstance(ranking, (str, Path)) else "ranking"
+    if cut.ranking is not None:
+        cut.ranking.check_table(fingerprint, len(table), what=what)
+    config = _config(cut, epochs, ranking, fingerprint, source, schema)
+    run = RunDirectory(out_dir, DYNAMICCUT_RUN)
+    with run.lock():
+        run.start(
+            config,
+            resume=resume,
+            overwrite=overwrite,
+            compare=lambda old, new: [k for k in _SETTINGS if old.get(k) != new.get(k)],
         )
-    if prune_by == "count" and given is None:
-        warmup_epochs = epochs  # the oracle ranks by the fully trained model
-    config = {
-        "model": model,
-        "preset": preset,
-        "params": params,
+        common = {"model": cut.model, "preset": cut.preset, "params": dict(cut.params or {}),
+                  "seed": int(cut.random_state), "distance": cut.distance, "dataset": cut.dataset,
+                  "progress": progress, "source": source}  # fmt: skip
+        timings: dict[str, float] = {}
+        stage1 = _Warmup(run, table, schema, holdout, common, epochs, cut.prune_by, say, timings)
+        rk, ranking_source = cut.rank(table, stage1, what=what)
+        if ranking_source != "warmup":
+            ranking_source = str(ranking) if isinstance(ranking, (str, Path)) else ranking_source
+            say(f"[1/3] ranking given ({rk.method}, {len(table)} records): no warm-up" if cut.ranking is not None
+                else "[1/3] random ranking (the control): no warm-up")  # fmt: skip
+        rk.save(run.path / "ranking.csv", extra={"pruned": rk.pruned_mask(cut.prune)})
+        rt = _retrain(run, cut, table, schema, rk, common, epochs, say, timings)
+        say(f"[3/3] evaluate: {len(table)} rows from the retrained model vs the original and the pruned table")
+        t0 = time.perf_counter()
+        judge = {"holdout": holdout, "test": test, "distance": cut.distance, "seed": int(cut.random_state),
+                 "quality": quality, "mle_grid": mle_grid, "n_jobs": n_jobs}  # fmt: skip
+        report = evaluate_run_dir(run.path / "retrain", table, schema, pruned_rows=rt.pruned_rows,
+                                  synthetic_path=run.path / "synthetic.csv", **judge)  # fmt: skip
+        timings["evaluate_seconds"] = time.perf_counter() - t0
+        before = None if baseline is None else _baseline_report(Path(baseline), table, schema, fingerprint, **judge)
+        summary = _summary(report, cut, epochs, config, rk, rt, len(table), ranking_source, stage1.summary, before)
+        summary["timings_s"] = timings
+        write_json(run.path / "summary.json", summary)
+    return summary
+
+
+def _the_cut(cut: DynamicCut | None, ranking: Any, seed: int | None, settings: dict[str, Any]) -> DynamicCut:
+    """The run's DynamicCut: the one given, or one built from keyword settings (``seed`` = ``random_state``)."""
+    if cut is None:
+        cut = DynamicCut(**settings, random_state=0 if seed is None else seed)
+    elif settings or seed is not None:
+        raise ParameterError(f"give DynamicCut's settings in the object, not as keywords: {sorted(settings)}")
+    if ranking is not None:
+        given = Ranking.load(ranking) if isinstance(ranking, (str, Path)) else ranking
+        cut = DynamicCut(**{**cut.get_params(), "ranking": given})
+    return cut
+
+
+def _config(
+    cut: DynamicCut, epochs: int, ranking: Any, fingerprint: str, source: Any, schema: Schema
+) -> dict[str, Any]:
+    """config.json of a DynamicCut run (a resumed run must have the same settings)."""
+    given = cut.ranking
+    return {
+        "model": cut.model,
+        "preset": cut.preset,
+        "params": dict(cut.params or {}),
         "epochs": epochs,
-        "warmup_epochs": warmup_epochs if needs_warmup(prune_by, given) else None,
-        "track_every": track_every,
-        "top_k": int(top_k),
-        "prune": float(prune),
-        "prune_by": prune_by if given is None else given.method,
+        "warmup_epochs": (epochs if cut.prune_by == "count" else cut.warmup_epochs)
+        if needs_warmup(cut.prune_by, given)
+        else None,
+        "track_every": cut.track_every,
+        "top_k": int(cut.top_k),
+        "prune": float(cut.prune),
+        "prune_by": cut.prune_by if given is None else given.method,
         "ranking": str(ranking) if isinstance(ranking, (str, Path)) else (None if given is None else "object"),
-        "mix": mix,
-        "mix_ratio": float(mix_ratio) if mix else None,
-        "mix_params": mix_params or {},
-        "distance": distance,
-        "seed": int(seed),
+        "mix": cut.mix,
+        "mix_ratio": float(cut.mix_ratio) if cut.mix else None,
+        "mix_params": cut.mix_params or {},
+        "distance": cut.distance,
+        "seed": int(cut.random_state),
         "fingerprint": fingerprint,
         "source": source or {},
         "schema": schema.to_dict(),
     }
-    cfg_path = out / "config.json"
-    if cfg_path.is_file():
-        if not resume:
-            raise TabmemError(
-                f"{str(out)!r} already holds a dynamiccut run: pass --resume to continue it or choose another --out"
-            )
-        old = read_json(cfg_path)
-        diff = [k for k in _SETTINGS if old.get(k) != config.get(k)]
-        if diff:
-            raise TabmemError(f"--resume: settings differ from the run in {str(out)!r}: {', '.join(diff)}")
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(cfg_path, config)
-    timings: dict[str, float] = {}
-    common = {
-        "model": model,
-        "preset": preset,
-        "params": params,
-        "seed": seed,
-        "distance": distance,
-        "dataset": dataset,
-    }
 
-    # ------------------------------------------------------------------ stage 1
-    warm_summary: dict[str, Any] | None = None
-    if given is not None:
-        rk, ranking_source = given, str(ranking) if isinstance(ranking, (str, Path)) else "given"
-        say(f"[1/3] ranking given ({rk.method}, {n_train} records): no warm-up")
-    elif prune_by == "random":
-        rk, ranking_source = random_ranking(n_train, fingerprint=fingerprint, random_state=seed), "random"
-        say("[1/3] random ranking (the control): no warm-up")
-    else:
-        stop = warmup_length(prune_by, warmup_epochs, epochs)
-        every = int(track_every or stop)
-        wdir = out / "warmup"
-        done, cont = _stage_dir(wdir, resume)
-        what = "full run (count oracle)" if prune_by == "count" else f"warm-up: epochs 1-{stop} of {epochs}"
-        if done:
-            say(f"[1/3] {what}: already done")
-            warm_summary = read_json(wdir / "summary.json")
-        else:
-            say(f"[1/3] {what}, tracking every {every} epochs" + (" (resumed)" if cont else ""))
-            t0 = time.perf_counter()
-            warm_summary = train_to_dir(
-                table, schema, wdir, **common, track_every=every, holdout=holdout, resume=cont,
-                progress=progress, source=source, stop_after=stop,
-            )  # fmt: skip
-            timings["warmup_seconds"] = time.perf_counter() - t0
-        rk = rank_records(wdir, prune_by, top_k=top_k, warmup_epochs=stop, random_state=seed)
-        if rk.fingerprint is not None and rk.fingerprint != fingerprint:
-            raise TabmemError(f"{str(wdir)!r} tracked another training table (fingerprints differ)")
-        ranking_source = "warmup"
-    pruned = rk.top(prune)
-    rk.save(out / "ranking.csv", extra={"pruned": rk.pruned_mask(prune)})
 
-    # ------------------------------------------------------------------ stage 2
-    rt = retrain_table(table, schema, rk, prune, mix=mix, mix_ratio=mix_ratio, mix_params=mix_params, random_state=seed)
-    rdir = out / "retrain"
-    done, cont = _stage_dir(rdir, resume)
-    mixed = f" + {rt.n_new} {mix} rows" if mix else ""
-    if done:
-        say("[2/3] retrain: already done")
-    else:
-        say(
-            f"[2/3] retrain from scratch for {epochs} epochs on {rt.n_kept} records "
-            f"({len(pruned)} pruned by {rk.method}){mixed}" + (" (resumed)" if cont else "")
-        )
+class _Warmup:
+    """Stage 1 into ``DIR/warmup`` (a ``tabmem train`` run directory), reused when finished, else resumed."""
+
+    def __init__(
+        self,
+        run: RunDirectory,
+        table: ValidatedTable,
+        schema: Schema,
+        holdout: pd.DataFrame | None,
+        common: dict[str, Any],
+        epochs: int,
+        prune_by: str,
+        say: Callable[[str], None],
+        timings: dict[str, float],
+    ) -> None:
+        self.run, self.table, self.schema, self.holdout, self.common = run, table, schema, holdout, common
+        self.epochs, self.prune_by, self.say, self.timings = epochs, prune_by, say, timings
+        self.summary: dict[str, Any] | None = None
+
+    def __call__(self, stop: int, every: int) -> Path:
+        state = self.run.stage("warmup", TRAIN_RUN)
+        wdir = self.run.path / "warmup"
+        what = "full run (count oracle)" if self.prune_by == "count" else f"warm-up: epochs 1-{stop} of {self.epochs}"
+        if state.done:
+            self.say(f"[1/3] {what}: already done")
+            self.summary = read_json(wdir / "summary.json")
+            return wdir
+        self.say(f"[1/3] {what}, tracking every {every} epochs" + (" (resumed)" if state.resume else ""))
         t0 = time.perf_counter()
-        train_to_dir(rt.table, schema, rdir, **common, track_every=0, resume=cont, progress=progress, source=source)
-        timings["retrain_seconds"] = time.perf_counter() - t0
+        self.summary = train_to_dir(self.table, self.schema, wdir, **self.common, track_every=every,
+                                    holdout=self.holdout, resume=state.resume, stop_after=stop)  # fmt: skip
+        self.timings["warmup_seconds"] = time.perf_counter() - t0
+        return wdir
 
-    # ------------------------------------------------------------------ stage 3
-    say(f"[3/3] evaluate: {n_train} rows from the retrained model vs the original and the pruned table")
+
+def _retrain(
+    run: RunDirectory,
+    cut: DynamicCut,
+    table: ValidatedTable,
+    schema: Schema,
+    rk: Ranking,
+    common: dict[str, Any],
+    epochs: int,
+    say: Callable[[str], None],
+    timings: dict[str, float],
+) -> RetrainTable:
+    """Stage 2: the pruned (possibly mixed) table, trained from scratch into ``DIR/retrain``."""
+    rt = retrain_table(table, schema, rk, cut.prune, mix=cut.mix, mix_ratio=cut.mix_ratio,
+                       mix_params=cut.mix_params, random_state=int(cut.random_state))  # fmt: skip
+    state = run.stage("retrain", TRAIN_RUN)
+    if state.done:
+        say("[2/3] retrain: already done")
+        return rt
+    mixed = f" + {rt.n_new} {cut.mix} rows" if cut.mix else ""
+    say(
+        f"[2/3] retrain from scratch for {epochs} epochs on {rt.n_kept} records "
+        f"({len(rt.pruned_rows)} pruned by {rk.method}){mixed}" + (" (resumed)" if state.resume else "")
+    )
     t0 = time.perf_counter()
-    report = evaluate_run_dir(
-        rdir, table, schema, pruned_rows=pruned, holdout=holdout,
-        test=test, distance=distance, seed=seed, quality=quality, mle_grid=mle_grid,
-        synthetic_path=out / "synthetic.csv", n_jobs=n_jobs,
-    )  # fmt: skip
-    timings["evaluate_seconds"] = time.perf_counter() - t0
-    before = None
-    if baseline is not None:
-        before = _baseline_report(
-            Path(baseline), table, schema, fingerprint,
-            holdout=holdout, test=test, distance=distance, seed=seed, quality=quality, mle_grid=mle_grid, n_jobs=n_jobs,
-        )  # fmt: skip
-    summary: dict[str, Any] = {
+    train_to_dir(rt.table, schema, run.path / "retrain", **common, track_every=0, resume=state.resume)
+    timings["retrain_seconds"] = time.perf_counter() - t0
+    return rt
+
+
+def _summary(
+    report: dict[str, Any],
+    cut: DynamicCut,
+    epochs: int,
+    config: dict[str, Any],
+    rk: Ranking,
+    rt: RetrainTable,
+    n_train: int,
+    ranking_source: str,
+    warm: dict[str, Any] | None,
+    before: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """summary.json of a DynamicCut run: the judgement of the retrained model, then the run's settings."""
+    return {
         **report,
-        "model": model,
-        "preset": preset,
+        "model": cut.model,
+        "preset": cut.preset,
         "epochs": epochs,
-        "seed": int(seed),
+        "seed": int(cut.random_state),
         "n_train": n_train,
-        "n_pruned": len(pruned),
+        "n_pruned": len(rt.pruned_rows),
         "n_retrain": len(rt.table),
         "n_new": rt.n_new,
-        "prune": float(prune),
+        "prune": float(cut.prune),
         "prune_by": rk.method,
-        "top_k": int(top_k) if rk.method == "intensity" else None,
+        "top_k": int(cut.top_k) if rk.method == "intensity" else None,
         "warmup_epochs": config["warmup_epochs"],
-        "track_every": track_every,
+        "track_every": cut.track_every,
         "ranking_source": ranking_source,
-        "mix": mix,
-        "mix_ratio": float(mix_ratio) if mix else None,
-        "warmup": _stage_numbers(warm_summary),
+        "mix": cut.mix,
+        "mix_ratio": float(cut.mix_ratio) if cut.mix else None,
+        "warmup": _stage_numbers(warm),
         "baseline": before,
-        "timings_s": timings,
     }
-    write_json(out / "summary.json", summary)
-    return summary
 
 
 def _stage_numbers(summary: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -7,8 +7,8 @@ the shadows of an attack, a study's steps) goes through :class:`RunDirectory`:
   deletes exactly those (and the leftovers of their atomic writes), never anything else in the
   directory;
 * **one writer**: :meth:`RunDirectory.lock` holds an exclusive ``flock`` on ``DIR/.lock`` while the
-  run writes, so a second process writing the same directory stops with one line instead of
-  corrupting the first;
+  run writes (removed when it ends), so a second process writing the same directory stops with one
+  line instead of corrupting the first;
 * **resume**: :meth:`RunDirectory.start` compares the settings of the run in the directory with the
   new ones (``config.json``); ``resume`` continues a run whose progress marker exists (a
   checkpoint, or a finished stage), starts again from scratch when the run stopped before its first
@@ -91,33 +91,45 @@ class RunDirectory:
     # ------------------------------------------------------------------ one writer
     @contextlib.contextmanager
     def lock(self) -> Iterator[RunDirectory]:
-        """Hold ``DIR/.lock`` exclusively while the block runs (one writer per directory)."""
+        """Hold ``DIR/.lock`` exclusively while the block runs (one writer per directory); the file is
+        removed when the block ends, so a finished run leaves nothing of the lock behind."""
         try:
             import fcntl
         except ModuleNotFoundError:  # pragma: no cover - not POSIX: no lock
             yield self
             return
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            fh = open(self.path / LOCK_FILE, "a+")
-        except OSError as exc:
-            raise TabmemError(f"cannot write to {str(self.path)!r} ({exc.strerror or exc})") from None
-        try:
+        path = self.path / LOCK_FILE
+        while True:
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+                fh = open(path, "a+")
+            except OSError as exc:
+                raise TabmemError(f"cannot write to {str(self.path)!r} ({exc.strerror or exc})") from None
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 fh.seek(0)
                 pid = fh.read().strip() or "?"
+                fh.close()
                 raise TabmemError(
                     f"{str(self.path)!r} is being written by another tabmem process (pid {pid}): wait for it to "
                     "finish, or choose another output directory"
                 ) from None
+            try:  # the holder before us may have removed the file between our open and our lock: lock anew
+                same = os.stat(path).st_ino == os.fstat(fh.fileno()).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            fh.close()
+        try:
             fh.seek(0)
             fh.truncate()
             fh.write(str(os.getpid()))
             fh.flush()
             yield self
         finally:
+            path.unlink(missing_ok=True)
             fh.close()
 
     # ------------------------------------------------------------------ resume or start again
@@ -164,15 +176,14 @@ class RunDirectory:
                     )
                 self.remove()
         elif has_run:
-            state = (
-                f"a {kind.name} run"
-                if marker.exists()
-                else f"a {kind.name} run that stopped before its first checkpoint"
-            )
+            staged = kind.progress == kind.config  # each stage resumes itself: no checkpoint of the run's own
+            state = f"a {kind.name} run"
+            if not staged and not marker.exists():
+                state += " that stopped before its first checkpoint"
+            scratch = "" if staged else " (from scratch when there is no checkpoint)"
             raise TabmemError(
-                f"{str(out)!r} already holds {state}: pass {flag_text('resume')} to continue it (from scratch when "
-                f"there is no checkpoint) or {flag_text('overwrite')} to start again, or choose another output "
-                "directory"
+                f"{str(out)!r} already holds {state}: pass {flag_text('resume')} to continue it{scratch} or "
+                f"{flag_text('overwrite')} to start again, or choose another output directory"
             )
         out.mkdir(parents=True, exist_ok=True)
         if write_config:

@@ -155,15 +155,13 @@ class DynamicCutStep(Step):
         return {**gen, **{k: v for k, v in options.items() if k != "device"}}
 
     def run(self, ctx: StepContext) -> list[MetricRow]:
+        from tabmem.mitigation.dynamiccut import DynamicCut
         from tabmem.runs.dynamiccut import dynamiccut_to_dir
         from tabmem.studies.steps.train import _tuples
 
         c = self.config
-        s = dynamiccut_to_dir(
-            ctx.data.train,
-            ctx.data.schema,
-            ctx.out,
-            model=c["model"],
+        cut = DynamicCut(
+            c["model"],
             preset=c["preset"],
             params=_tuples(c["params"]),
             warmup_epochs=c["warmup_epochs"],
@@ -175,13 +173,15 @@ class DynamicCutStep(Step):
             mix_ratio=c["mix_ratio"],
             mix_params=c["mix_params"],
             distance=c["distance"],
-            seed=ctx.seed,
-            resume=ctx.resume,
-            source={"study_dataset": ctx.cell.dataset.identity},
+            random_state=ctx.seed,
             dataset=c["dataset_preset"],
+        )
+        s = dynamiccut_to_dir(
+            ctx.data.train, ctx.data.schema, ctx.out, cut, resume=ctx.resume,
+            source={"study_dataset": ctx.cell.dataset.identity},
             quality=False,  # the quality step judges every arm alike
             n_jobs=ctx.threads,
-        )
+        )  # fmt: skip
         d = c["distance"]
         return [
             metric("memorization_rate_vs_pruned", s["memorization_rate_vs_pruned"], component=d, goal="minimize"),
