@@ -10,7 +10,6 @@ checkpoint.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
 from typing import Any
 
@@ -77,14 +76,10 @@ class TrainStep(Step):
         from tabmem.runs.train import train_to_dir
 
         c = self.config
-        out = ctx.out
-        resume = ctx.resume and (out / "checkpoint.pt").is_file() and (out / "config.json").is_file()
-        if ctx.resume and not resume and out.exists():  # interrupted before its first checkpoint
-            shutil.rmtree(out)
         summary = train_to_dir(
             ctx.training_rows(),
             ctx.data.schema,
-            out,
+            ctx.out,
             model=c["model"],
             preset=c["preset"],
             params=_tuples(c["params"]),
@@ -94,7 +89,7 @@ class TrainStep(Step):
             distance=c["distance"],
             holdout=ctx.data.test if c["holdout"] else None,
             checkpoint_every=c["checkpoint_every"],
-            resume=resume,
+            resume=ctx.resume,  # an attempt killed before its first checkpoint starts again (run protocol)
             progress=False,
             source={"study_dataset": ctx.cell.dataset.identity},
             dataset=c["dataset_preset"],
