@@ -165,3 +165,16 @@ def test_nan_match_levatt_and_dcr(tables):
     mem.loc[0, "y"] = np.nan
     rep = run_attacks(mem, non_members, syn, schema, nan="match", attacks=["levatt", "dcr", "mc"], n_bootstrap=0)
     assert np.isfinite(rep.scores[["levatt", "dcr", "mc"]].to_numpy()).all()
+
+
+def test_cli_address_needs_the_ray_executor(tmp_path, tables, capsys):
+    from tabmem.cli import main
+
+    members, non_members, synthetic, _, _ = tables
+    for name, t in [("m", members), ("n", non_members), ("s", synthetic)]:
+        t.to_csv(tmp_path / f"{name}.csv", index=False)
+    args = ["--members", str(tmp_path / "m.csv"), "--non-members", str(tmp_path / "n.csv")]
+    with pytest.raises(SystemExit) as exc:
+        main(["attack", *args, "--synthetic", str(tmp_path / "s.csv"), "--address", "auto", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "--address applies to --executor ray" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Shadow generators: plans, reproducibility by seed, resume, executors, and one-line errors."""
+"""Shadow generators: plans, reproducibility by seed, resume, executors (local and Ray), and one-line errors."""
 
 from __future__ import annotations
 
@@ -151,12 +151,53 @@ def test_generator_that_cannot_be_built(data, tmp_path, kw, match):
     assert not (tmp_path / "g" / "000").exists()  # nothing was started
 
 
+def test_ray_trains_the_local_shadows_byte_for_byte(data, tmp_path):
+    """A local Ray instance (the pool's) trains exactly the in-process shadows: same files, same bytes."""
+    ray = pytest.importorskip("ray")
+    a = _train(data, tmp_path / "local")
+    b = _train(data, tmp_path / "ray", executor="ray", jobs=2)
+    assert not ray.is_initialized()  # the instance the pool started is shut down
+    for x, y in zip(a.synthetic, b.synthetic):
+        pd.testing.assert_frame_equal(x, y)
+    for i in range(4):
+        name = f"{i:03d}/synthetic.parquet"
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "ray" / name).read_bytes()
+    assert (tmp_path / "local" / "plan.json").read_bytes() == (tmp_path / "ray" / "plan.json").read_bytes()
+
+
 @pytest.mark.slow
-def test_executors_give_the_same_tables(data, tmp_path):
-    """Two spawned local workers and a local Ray instance train exactly the in-process shadows."""
-    pytest.importorskip("ray")
+def test_spawned_workers_give_the_same_tables(data, tmp_path):
+    """Two spawned local workers train exactly the in-process shadows."""
     a = _train(data, tmp_path / "inline")
-    for name, kw in (("pool", {"jobs": 2}), ("ray", {"executor": "ray", "jobs": 2})):
-        b = _train(data, tmp_path / name, **kw)
-        for x, y in zip(a.synthetic, b.synthetic):
-            pd.testing.assert_frame_equal(x, y)
+    b = _train(data, tmp_path / "pool", jobs=2)
+    for x, y in zip(a.synthetic, b.synthetic):
+        pd.testing.assert_frame_equal(x, y)
+
+
+def test_a_failing_shadow_is_one_line_naming_it_and_the_others_are_kept(data, tmp_path, monkeypatch):
+    import tabmem.runs.shadows as shadows
+
+    train = shadows.train_shadow
+
+    def flaky(task):
+        if task["index"] == 2:
+            raise ValueError("boom\ntraceback lines")
+        return train(task)
+
+    monkeypatch.setattr(shadows, "train_shadow", flaky)  # jobs=1 runs in this process
+    with pytest.raises(TabmemError) as err:
+        _train(data, tmp_path / "f")
+    assert str(err.value) == (
+        "1 shadow(s) failed; shadow 2: ValueError: boom (finished shadows are kept: rerun to resume)"
+    )
+    assert [(tmp_path / "f" / f"{i:03d}" / "done.json").is_file() for i in range(4)] == [True, True, False, True]
+    monkeypatch.setattr(shadows, "train_shadow", train)
+    assert _train(data, tmp_path / "f").n_shadows == 4  # the rerun trains the failed one only
+
+
+def test_executor_and_address_are_checked_before_anything_runs(data, tmp_path):
+    with pytest.raises(ParameterError, match="executor"):
+        _train(data, tmp_path / "e", executor="dask")
+    with pytest.raises(ParameterError, match="--address applies to --executor ray"):
+        _train(data, tmp_path / "e", address="auto")
+    assert not (tmp_path / "e").exists()

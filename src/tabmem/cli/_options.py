@@ -35,6 +35,7 @@ from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 
 __all__ = [
+    "address_option",
     "choice_option",
     "column_names",
     "columns_option",
@@ -205,6 +206,13 @@ def distance_option(help: str = "Replica distance.", default: str = "fang2024") 
 def executor_option(help: str) -> Callable[[Callable], Callable]:
     """``--executor local|ray``."""
     return choice_option("--executor", ["local", "ray"], help, default="local")
+
+
+def address_option(
+    help: str = "Ray cluster to join (auto, or ray://host:port); default: start a local one.",
+) -> Callable[[Callable], Callable]:
+    """``--address``: the Ray cluster of ``--executor ray`` (checked by :func:`tabmem.runs.pool.check_pool`)."""
+    return click.option("--address", default=None, help=help)
 
 
 def mle_grid_option(help: str = "XGBoost grid of MLE.") -> Callable[[Callable], Callable]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import click
 
 from tabmem.cli._options import (
+    address_option,
     choice_option,
     column_names,
     count_option,
@@ -76,6 +77,7 @@ from tabmem.errors import TabmemError
 @count_option("--shadow-train-size", "Training rows per shadow (default: as many as the members).", min=2)
 @executor_option("Where the shadows train: local worker processes, or Ray (a local instance starts if none runs).")
 @count_option("--jobs", "Shadows trained at once.", default=1)
+@address_option("Ray cluster the shadows train on (auto, or ray://host:port); default: start a local one.")
 @threads_option("BLAS threads of the density estimates; torch threads per shadow (shared among --jobs)")
 @choice_option(
     "--population-overlap",
@@ -142,6 +144,7 @@ def attack(
     shadow_train_size: int | None,
     executor: str,
     jobs: int,
+    address: str | None,
     threads: int | None,
     population_overlap: str,
     run_dir: str | None,
@@ -159,7 +162,9 @@ def attack(
     from tabmem.attacks import check_attack_names
     from tabmem.data.serialization import SERIALIZERS
     from tabmem.runs.attack import attack_to_dir
+    from tabmem.runs.pool import check_pool
 
+    check_pool(executor, address)
     names = check_attack_names(column_names(attacks), "--attacks")
     if "levatt" in names and serializer not in SERIALIZERS.names():
         raise TabmemError(
@@ -210,6 +215,7 @@ def attack(
             shadow_train_size=shadow_train_size,
             executor=executor,
             jobs=jobs,
+            address=address,
             threads=threads or threads_per_worker(jobs),
             population_overlap=population_overlap,
             run_dir=run_dir,

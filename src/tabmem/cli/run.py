@@ -11,17 +11,21 @@ from pathlib import Path
 
 import click
 
-from tabmem.cli._options import choice_option, count_option, data_dir_option, executor_option, out_dir_option
-from tabmem.errors import TabmemError
+from tabmem.cli._options import (
+    address_option,
+    choice_option,
+    count_option,
+    data_dir_option,
+    executor_option,
+    out_dir_option,
+)
 
 
 @click.command("run")
 @click.argument("study_path", metavar="STUDY.toml", type=click.Path(dir_okay=False, path_type=Path))
 @executor_option("local: worker processes on this machine; ray: Ray tasks (a cluster with --address).")
 @count_option("--jobs", "Parallel tasks (default: available CPUs / the study's threads; ray: no limit).")
-@click.option(
-    "--address", default=None, help="Ray cluster to join (auto, or ray://host:port); default: start a local one."
-)
+@address_option()
 @choice_option(
     "--storage",
     ["shared", "gather"],
@@ -50,12 +54,12 @@ def run(
     out_dir: Path,
 ) -> None:
     """Run every cell of STUDY.toml into --out; finished cells are skipped, interrupted ones resume."""
+    from tabmem.runs.pool import check_pool
     from tabmem.studies.runner import plan_study, run_study
     from tabmem.studies.study import load_study
 
     study = load_study(study_path)
-    if address is not None and executor != "ray":
-        raise TabmemError("--address applies to --executor ray")
+    check_pool(executor, address)
     if dry_run:
         plan = plan_study(study, out_dir, only=only, executor=executor, jobs=jobs)
         for line in plan.describe():

@@ -60,6 +60,7 @@ def attack_to_dir(
     executor: str = "local",
     jobs: int = 1,
     threads: int = 1,
+    address: str | None = None,
     population_overlap: str = "error",
     run_dir: str | Path | None = None,
     intensity_k: int = 1,
@@ -80,8 +81,8 @@ def attack_to_dir(
     Shadow-model attacks need ``population`` (real rows, none of them a target) and ``model``
     (a registered generator, with ``preset``/``params``/``dataset`` as the released generator was
     trained); ``n_shadows`` shadows train on ``shadow_train_size`` rows each (default: as many as
-    the members) through ``executor`` (``"local"`` or ``"ray"``) with ``jobs`` workers of
-    ``threads`` torch threads. ``shadow_design`` defaults to ``"online"`` unless every requested
+    the members) through ``executor`` (``"local"`` or ``"ray"``, :func:`~tabmem.runs.pool.run_pool`;
+    ``address``: a Ray cluster to join) with ``jobs`` workers of ``threads`` torch threads. ``shadow_design`` defaults to ``"online"`` unless every requested
     shadow attack works offline. ``delta`` defaults to the generator's DP delta when it has one,
     else ``1e-5``. ``claimed_epsilon``/``claimed_delta`` state a DP claim of a generator that tabmem
     did not train (default: ``params``' ``dp_epsilon``/``dp_delta``). ``run_dir`` is the ``tabmem train`` directory of the released generator, when
@@ -137,6 +138,7 @@ def attack_to_dir(
             executor=executor,
             jobs=jobs,
             threads=threads,
+            address=address,
             overlap=population_overlap,
             progress=progress,
         )

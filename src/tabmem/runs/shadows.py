@@ -28,15 +28,16 @@ Layout of ``out_dir`` (``DIR/shadows/`` under ``tabmem attack --out DIR``)::
 
 Only synthetic tables and row positions are written, never a training row.
 
-Executors: ``"local"`` (``jobs`` spawned worker processes; ``jobs=1`` runs in this process) or
-``"ray"`` (one Ray task per shadow with ``threads`` CPUs; a local instance starts when none is
-running). The studies runner's executors will take this over once they are on main.
+Executors (:func:`tabmem.runs.pool.run_pool`, the pool of the study executors too): ``"local"``
+(``jobs`` spawned worker processes; ``jobs=1`` runs in this process) or ``"ray"`` (one Ray task per
+shadow with ``threads`` CPUs, at most ``jobs`` at once; ``address`` joins a running cluster, else a
+local instance starts when none is running). A shadow that fails (or whose worker dies) fails
+alone: the others finish and are kept, and the error names it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from tabmem._io import read_json, write_frame, write_json
 from tabmem.attacks.shadows import ShadowSet, row_keys
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
 from tabmem.errors import ParameterError, TabmemError
+from tabmem.runs.pool import check_pool, run_pool
 
 __all__ = ["MIN_SHADOWS", "ShadowPlan", "plan_shadows", "train_shadows", "load_shadows"]
 
@@ -256,67 +258,6 @@ def train_shadow(task: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
-def _run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callable[[dict[str, Any]], None]) -> None:
-    if jobs == 1 or len(tasks) <= 1:
-        for t in tasks:
-            on_done(_guarded(t))
-        return
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=mp.get_context("spawn")) as pool:
-        futures = [pool.submit(_guarded, t) for t in tasks]
-        for f in as_completed(futures):
-            on_done(f.result())
-
-
-def _run_ray(tasks: list[dict[str, Any]], jobs: int, on_done: Callable[[dict[str, Any]], None]) -> None:
-    try:
-        import ray
-    except ModuleNotFoundError:
-        raise TabmemError("--executor ray needs Ray: pip install 'tabmem[ray]'") from None
-    started = not ray.is_initialized()
-    if started:
-        _init_local_ray(ray, jobs * max(int(tasks[0]["threads"]), 1))
-    try:
-        remote = ray.remote(_guarded)
-        pending = [remote.options(num_cpus=int(t["threads"]), max_retries=0).remote(t) for t in tasks]
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            on_done(ray.get(ready[0]))
-    finally:
-        if started:
-            ray.shutdown()
-
-
-def _init_local_ray(ray: Any, num_cpus: int) -> None:
-    """A local Ray instance whose workers import the tabmem this process runs (a source checkout may
-    not be the installed one): its path goes first on the PYTHONPATH the worker processes inherit."""
-    import tabmem
-
-    src = str(Path(tabmem.__file__).resolve().parents[1])
-    before = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, before or "") if p)
-    try:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    finally:
-        if before is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = before
-
-
-def _guarded(task: dict[str, Any]) -> dict[str, Any]:
-    """:func:`train_shadow`, with any failure returned as one line (a worker never raises across processes)."""
-    try:
-        return train_shadow(task)
-    except Exception as exc:  # noqa: BLE001 - reported by the caller with the shadow's number
-        return {"shadow": task["index"], "error": f"{type(exc).__name__}: {_one_line(exc)}"}
-
-
-EXECUTORS: dict[str, Callable[..., None]] = {"local": _run_local, "ray": _run_ray}
-
-
 def train_shadows(
     targets: ValidatedTable,
     population: pd.DataFrame | ValidatedTable,
@@ -335,6 +276,7 @@ def train_shadows(
     executor: str = "local",
     jobs: int = 1,
     threads: int = 1,
+    address: str | None = None,
     checkpoint_every: int | None = None,
     overlap: str = "error",
     progress: Callable[[str], None] | None = None,
@@ -345,9 +287,10 @@ def train_shadows(
     shadow) and ``n_synthetic`` (rows each shadow samples) default to the number of members and
     to the released synthetic table's size, which the caller passes. Re-running with the same
     settings reuses every finished shadow and resumes an interrupted one; different settings in
-    an existing directory are an error naming them.
+    an existing directory are an error naming them. ``executor``, ``jobs`` and ``address`` are
+    :func:`~tabmem.runs.pool.run_pool`'s; each shadow trains with ``threads`` torch threads.
     """
-    check_choice("executor", executor, tuple(EXECUTORS))
+    check_pool(executor, address)
     check_positive_int("jobs", jobs)
     check_positive_int("threads", threads)
     check_positive_int("checkpoint_every", checkpoint_every, allow_none=True)
@@ -411,16 +354,25 @@ def train_shadows(
     errors: list[str] = []
     finished = [plan.n_shadows - len(tasks)]
 
-    def on_done(info: dict[str, Any]) -> None:
-        if "error" in info:
-            errors.append(f"shadow {info['shadow']}: {info['error']}")
-            return
+    def on_done(_: int, info: dict[str, Any]) -> None:
         finished[0] += 1
         if progress is not None:
             progress(f"shadow {info['shadow']} done in {info['seconds']:.0f} s ({finished[0]}/{plan.n_shadows})")
 
-    if tasks:
-        EXECUTORS[executor](tasks, int(jobs), on_done)
+    def on_failed(k: int, why: str) -> None:
+        errors.append(f"shadow {tasks[k]['index']}: {why}")
+
+    run_pool(
+        train_shadow,
+        tasks,
+        on_done=on_done,
+        on_failed=on_failed,
+        executor=executor,
+        jobs=int(jobs),
+        address=address,
+        num_cpus=int(threads),
+        resources_from="--threads",
+    )
     if errors:
         raise TabmemError(f"{len(errors)} shadow(s) failed; {errors[0]} (finished shadows are kept: rerun to resume)")
     return load_shadows(out, targets)
