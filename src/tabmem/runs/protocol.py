@@ -25,6 +25,7 @@ Messages name library parameters (``resume=True``); the command line shows them 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
@@ -50,9 +51,9 @@ class RunKind:
     """A run type: its name in messages, the files it owns and the file that marks resumable progress."""
 
     name: str
-    files: tuple[str, ...]
+    files: tuple[str, ...]  # names or glob patterns ("[0-9][0-9][0-9]")
     progress: str = "checkpoint.pt"
-    config: str = "config.json"
+    config: str | None = "config.json"  # None: the settings live a level up
 
 
 @dataclass(frozen=True)
@@ -71,22 +72,27 @@ class RunDirectory:
         self.kind = kind
 
     # ------------------------------------------------------------------ ownership
+    def owned(self) -> list[Path]:
+        """The files and folders of this run type in the directory."""
+        if not self.path.is_dir():
+            return []
+        return [p for p in sorted(self.path.iterdir()) if self._owns(p.name)]
+
+    def _owns(self, name: str) -> bool:
+        base = name.split(".tmp")[0].lstrip(".") if name.startswith(".") and ".tmp" in name else name
+        return any(fnmatch.fnmatchcase(base, pattern) for pattern in self.kind.files)
+
     def holds_run(self) -> bool:
         """Whether any file this run type owns is in the directory."""
-        return any((self.path / name).exists() for name in self.kind.files)
+        return bool(self.owned())
 
     def remove(self) -> None:
         """Delete the files and folders this run type owns (and their atomic-write leftovers), nothing else."""
-        for name in self.kind.files:
-            p = self.path / name
+        for p in self.owned():
             if p.is_dir() and not p.is_symlink():
                 shutil.rmtree(p)
-            elif p.exists() or p.is_symlink():
+            else:
                 p.unlink()
-        if self.path.is_dir():
-            for leftover in self.path.glob(".*.tmp*"):
-                if leftover.is_file() and leftover.name.split(".tmp")[0].lstrip(".") in self.kind.files:
-                    leftover.unlink()
 
     # ------------------------------------------------------------------ one writer
     @contextlib.contextmanager
@@ -158,8 +164,8 @@ class RunDirectory:
         if overwrite and has_run:
             self.remove()
         elif resume and marker.exists():
-            old_path = out / kind.config
-            old = read_json(old_path) if old_path.is_file() else {}
+            old_path = out / kind.config if kind.config else None
+            old = read_json(old_path) if old_path is not None and old_path.is_file() else {}
             diff = list((compare or _differing)(old, config))
             if diff:
                 raise TabmemError(
@@ -186,18 +192,18 @@ class RunDirectory:
                 f"{flag_text('overwrite')} to start again, or choose another output directory"
             )
         out.mkdir(parents=True, exist_ok=True)
-        if write_config:
+        if write_config and kind.config:
             write_json(out / kind.config, config)
         return resuming
 
-    def stage(self, name: str, kind: RunKind, *, done: str = "summary.json") -> StageState:
-        """The state of stage sub-directory ``name`` (a run of ``kind``): finished when ``done`` exists,
-        resumable when its progress marker and config exist; an attempt that stopped before its first
-        marker is deleted (its own files only) and starts again."""
+    def stage(self, name: str, kind: RunKind, *, done: Sequence[str] = ("summary.json",)) -> StageState:
+        """The state of stage sub-directory ``name`` (a run of ``kind``): finished when every file of
+        ``done`` exists, resumable when its progress marker (and config) exist; an attempt that stopped
+        before its first marker is deleted (its own files only) and starts again."""
         sub = RunDirectory(self.path / name, kind)
-        if (sub.path / done).is_file():
+        if all((sub.path / f).is_file() for f in done):
             return StageState(done=True, resume=False)
-        if (sub.path / kind.progress).exists() and (sub.path / kind.config).is_file():
+        if (sub.path / kind.progress).exists() and (kind.config is None or (sub.path / kind.config).is_file()):
             return StageState(done=False, resume=True)
         if sub.holds_run():
             sub.remove()

@@ -53,12 +53,17 @@ from tabmem.attacks.shadows import ShadowSet, row_keys
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
 from tabmem.errors import ParameterError, TabmemError
 from tabmem.runs.pool import check_pool, run_pool
+from tabmem.runs.protocol import RunDirectory, RunKind
 
 __all__ = ["MIN_SHADOWS", "ShadowPlan", "plan_shadows", "train_shadows", "load_shadows"]
 
 #: LiRA estimates a mean and a variance per target from the shadows: fewer than 4 cannot do both
 MIN_SHADOWS = 4
 PLAN_FORMAT = 1
+#: the shadow set (``plan.json`` and one sub-directory per shadow) and one shadow, as run types
+SHADOWS_RUN = RunKind("shadows", ("plan.json", "[0-9][0-9][0-9]"), progress="plan.json", config="plan.json")
+SHADOW_RUN = RunKind("shadow", ("checkpoint.pt", "synthetic.parquet", "done.json"), config=None)
+SHADOW_DONE = ("done.json", "synthetic.parquet")
 _SETTINGS = ("model", "preset", "dataset", "params", "design", "n_train", "n_synthetic", "seed")
 
 
@@ -226,7 +231,8 @@ def train_shadow(task: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(int(task["threads"]))
     d = Path(task["dir"])
     done = d / "done.json"
-    if _finished(d):
+    state = RunDirectory(d.parent, SHADOWS_RUN).stage(d.name, SHADOW_RUN, done=SHADOW_DONE)
+    if state.done:
         return read_json(done)
     d.mkdir(parents=True, exist_ok=True)
     schema = Schema.from_dict(task["schema"])
@@ -238,7 +244,7 @@ def train_shadow(task: dict[str, Any]) -> dict[str, Any]:
         task["train"],
         schema,
         random_state=task["train_seed"],
-        resume_from=ckpt if ckpt.is_file() else None,
+        resume_from=ckpt if state.resume else None,
         checkpoint_every=every,
         checkpoint_path=ckpt,
     )
@@ -303,7 +309,8 @@ def train_shadows(
     pop, n_dropped = check_population(pop, target_keys, overlap=overlap)
     plan = plan_shadows(len(targets), len(pop), n_shadows=n_shadows, n_train=n_train, design=design, random_state=seed)
     out = Path(out_dir)
-    pending = [i for i in range(plan.n_shadows) if not _finished(out / f"{i:03d}")]
+    shadows = RunDirectory(out, SHADOWS_RUN)
+    pending = [i for i in range(plan.n_shadows) if not shadows.stage(f"{i:03d}", SHADOW_RUN, done=SHADOW_DONE).done]
     probe = (raw_frame(targets) if design == "online" else raw_frame(pop)).iloc[:64].reset_index(drop=True)
     resolved = _check_generator(model, preset, dataset, params, probe if pending else None, schema)
     settings = {
@@ -376,10 +383,6 @@ def train_shadows(
     if errors:
         raise TabmemError(f"{len(errors)} shadow(s) failed; {errors[0]} (finished shadows are kept: rerun to resume)")
     return load_shadows(out, targets)
-
-
-def _finished(d: Path) -> bool:
-    return (d / "done.json").is_file() and (d / "synthetic.parquet").is_file()
 
 
 def _check_settings(out: Path, settings: dict[str, Any]) -> None:

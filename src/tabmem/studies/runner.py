@@ -17,7 +17,7 @@ the executor or ``--jobs``: some generators' floating-point sums depend on the t
 local executor runs at most ``available CPUs // N`` jobs. ``threads = "auto"`` gives each of the
 ``jobs`` workers ``available CPUs // jobs`` threads.
 
-A directory is used by one ``tabmem run`` at a time (``DIR/.lock``).
+A directory is used by one ``tabmem run`` at a time (the run protocol's writer lock, ``DIR/.lock``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import contextlib
 import heapq
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,11 +34,17 @@ from typing import Any
 from tabmem._checks import available_cpus
 from tabmem._io import read_json, write_text
 from tabmem.errors import ParameterError, TabmemError
+from tabmem.runs.protocol import RunDirectory, RunKind
 from tabmem.studies.cells import cell_state, step_dir
 from tabmem.studies.executors import EXECUTORS
 from tabmem.studies.steps.base import STEPS
 from tabmem.studies.store import write_manifest, write_results
 from tabmem.studies.study import Cell, Study, load_study, select_cells
+
+#: a study directory as a run type of the run protocol (its writer lock; cells resume step by step)
+STUDY_RUN = RunKind(
+    "study", ("manifest.json", "results.parquet", "study.toml", "cells", "steps"), progress="manifest.json"
+)
 
 __all__ = ["Plan", "StudyOutcome", "collect_rows", "format_seconds", "group_cells", "plan_study", "run_study"]
 
@@ -261,30 +267,6 @@ def _write_store(out: Path, study: Study, executor: dict[str, Any]) -> None:
     )
 
 
-@contextlib.contextmanager
-def _lock(out: Path) -> Iterator[None]:
-    try:
-        import fcntl
-    except ModuleNotFoundError:  # pragma: no cover - not POSIX
-        yield
-        return
-    fh = open(out / ".lock", "a+")
-    try:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise TabmemError(
-                f"{str(out)!r} is in use by another `tabmem run` (wait for it, or use another --out)"
-            ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
-        yield
-    finally:
-        fh.close()
-
-
 class _Progress:
     """Prints one line per finished cell and rewrites the store after each task."""
 
@@ -397,7 +379,7 @@ def run_study(
     if data_dir is None and os.environ.get("TABMEM_DATA_DIR"):
         data_dir = os.environ["TABMEM_DATA_DIR"]
     t0 = time.perf_counter()
-    with _lock(out):
+    with RunDirectory(out, STUDY_RUN).lock():
         write_text(out / "study.toml", study.path.read_text(encoding="utf-8"))
         info = {"name": executor, "jobs": plan.jobs, "threads": plan.threads, "gpus": study.gpus}
         if executor == "ray":
