@@ -10,6 +10,7 @@ unreachable proxy), so a page that tries to fetch anything shows it as a failed 
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import shutil
@@ -18,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = (
@@ -228,3 +231,22 @@ class Page:
             w, h = self.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
             params["clip"] = {"x": 0, "y": 0, "width": w, "height": h, "scale": 1}
         return base64.b64decode(self.browser._call("Page.captureScreenshot", params, self.session)["data"])
+
+
+FIGURES_JS = """
+Array.from(document.querySelectorAll('svg.plot')).map(function (e) {
+  var r = e.getBoundingClientRect();
+  return {label: e.getAttribute('aria-label'), x: r.left + window.scrollX, y: r.top + window.scrollY,
+          width: r.width, height: r.height};
+})
+"""
+
+
+def ink(png: bytes) -> tuple[float, float]:
+    """(share of pixels that are not near-white, share of saturated colour pixels) of a screenshot."""
+    from PIL import Image
+
+    img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    not_white = (img.min(axis=2) < 235).mean()
+    saturated = ((img.max(axis=2) - img.min(axis=2)) > 60).mean()
+    return float(not_white), float(saturated)

@@ -7,14 +7,12 @@ network cut. Skipped, with the reason, only where no Chromium/Chrome executable 
 
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from cdp_browser import Browser, find_chromium
+from cdp_browser import FIGURES_JS, Browser, find_chromium, ink
 from report_inputs import cached_build, cached_report
 
 CHROMIUM = find_chromium()
@@ -23,24 +21,6 @@ pytestmark = pytest.mark.skipif(
     reason="no Chromium/Chrome executable found (apt-get install chromium, or set TABMEM_CHROMIUM): "
     "the report's browser test cannot run",
 )
-
-FIGURES_JS = """
-Array.from(document.querySelectorAll('svg.plot')).map(function (e) {
-  var r = e.getBoundingClientRect();
-  return {label: e.getAttribute('aria-label'), x: r.left + window.scrollX, y: r.top + window.scrollY,
-          width: r.width, height: r.height};
-})
-"""
-
-
-def ink(png: bytes) -> tuple[float, float]:
-    """(share of pixels that are not near-white, share of saturated colour pixels) of a screenshot."""
-    from PIL import Image
-
-    img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
-    not_white = (img.min(axis=2) < 235).mean()
-    saturated = ((img.max(axis=2) - img.min(axis=2)) > 60).mean()
-    return float(not_white), float(saturated)
 
 
 @pytest.fixture(scope="module")

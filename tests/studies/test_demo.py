@@ -208,9 +208,7 @@ def test_the_study_without_a_generator_holds_only_the_control(tmp_path):
 
 # ----------------------------------------------------------------------------- the report in a browser
 def test_the_demo_report_in_a_browser(demo_run):
-    from test_report_browser import FIGURES_JS, ink
-
-    from cdp_browser import Browser, find_chromium
+    from cdp_browser import FIGURES_JS, Browser, find_chromium, ink
 
     chromium = find_chromium()
     if chromium is None:
