@@ -3,7 +3,7 @@
 Regime (part 1, see ``benchmarks/mitigation_regime.py``): ``--n-train`` rows drawn from the dataset's
 training split (data seed 0) and ``--n-train`` other rows of the same split as the holdout (same
 population, same size); the dataset's test split for MLE. Arms (``--arms``), each trained from
-scratch for the full schedule, each judged by :func:`tabmem.studies.evaluate_run_dir` on
+scratch for the full schedule, each judged by :func:`tabmem.runs.dynamiccut.evaluate_run_dir` on
 |train| rows sampled from the final model against the ORIGINAL training rows, with ``fang2024``
 (and quality) and ``gower``:
 

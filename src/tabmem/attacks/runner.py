@@ -3,7 +3,7 @@
 This is what ``tabmem attack`` does; the CLI only reads files and writes the results.
 Targets are the members followed by the non-members (``target_row`` = position in that order).
 Shadow-model attacks (``needs_shadows``) run when a :class:`~tabmem.attacks.shadows.ShadowSet`
-is given (:func:`tabmem.studies.attack_to_dir` trains one); every attack's summary carries,
+is given (:func:`tabmem.runs.attack.attack_to_dir` trains one); every attack's summary carries,
 next to AUC and TPR@FPR, the auditor's numbers of :func:`tabmem.attacks.auditing.membership_audit`
 (MIDST and conservative TPR at FPR 0.1 and 0.01, ``min_resolved_fpr``, the ε lower bound).
 """

@@ -93,7 +93,7 @@ def demo(out, distance, epochs, no_generator, no_quality, jobs, seed) -> None:
         console.print(line, markup=False)
     console.print(
         f"\nReport (open it in a browser; it needs no network): {result.report}\n"
-        f"Every number: {out_dir / 'results.parquet'} (tabmem.studies.load_results); the cells: {out_dir / 'cells'}/",
+        f"Every number: {out_dir / 'results.parquet'} (tabmem.studies.store.load_results); the cells: {out_dir / 'cells'}/",
         markup=False,
     )
     console.print(

@@ -1,6 +1,6 @@
 """Pipeline steps of a study cell, one registry (:data:`STEPS`); the interface is in :mod:`.base`.
 
-Built-in steps: ``train`` (:func:`tabmem.studies.train_to_dir`), ``sample`` (sampling options
+Built-in steps: ``train`` (:func:`tabmem.runs.train.train_to_dir`), ``sample`` (sampling options
 and defences), ``audit`` (replica detection with the holdout baseline), ``attack`` (membership
 inference), ``quality`` (fidelity and utility); the mitigation steps ``augment`` and ``dynamiccut``
 (placed by a ``[[mitigations]]`` entry, :mod:`.mitigation`).

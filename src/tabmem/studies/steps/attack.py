@@ -11,7 +11,7 @@ Shadow-model attacks (``lira``, ``groundhog``...) need ``shadows >= 4``: that ma
 cell's generator (its model, preset and parameters, as ``train`` resolved them) are trained on
 halves of the targets (:mod:`tabmem.runs.shadows`, under the step's ``shadows/``; an
 interrupted step resumes them), topped up from the population: the test rows that are neither
-non-members nor the reference. The step then runs :func:`tabmem.studies.attack_to_dir`.
+non-members nor the reference. The step then runs :func:`tabmem.runs.attack.attack_to_dir`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 * ``augment`` (before ``train``): a registered augmenter (``tabcutmix``, ``smote``, ...) appends
   new rows to the training rows; the train step trains on ``augmented.csv`` (the ``tabmem
   augment --seed N`` layout and bytes).
-* ``dynamiccut`` (instead of ``train``): :func:`~tabmem.studies.dynamiccut_to_dir` with the
+* ``dynamiccut`` (instead of ``train``): :func:`~tabmem.runs.dynamiccut.dynamiccut_to_dir` with the
   cell's generator: warm-up (or the count oracle's full run), ranking, pruning, retraining from
   scratch, optionally mixed (DynamicCutMix); its directory is the ``tabmem dynamiccut`` layout and
   its ``model`` is the retrained generator.
