@@ -217,7 +217,7 @@ def _config(
     return {
         "model": cut.model,
         "preset": cut.preset,
-        "params": dict(cut.params or {}),
+        "params": {k: list(v) if isinstance(v, tuple) else v for k, v in (cut.params or {}).items()},  # as JSON reads
         "epochs": epochs,
         "warmup_epochs": (epochs if cut.prune_by == "count" else cut.warmup_epochs)
         if needs_warmup(cut.prune_by, given)
