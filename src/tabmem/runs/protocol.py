@@ -52,7 +52,7 @@ class RunKind:
 
     name: str
     files: tuple[str, ...]  # names or glob patterns ("[0-9][0-9][0-9]")
-    progress: str = "checkpoint.pt"
+    progress: str = "checkpoint.pt"  # a name or glob pattern
     config: str | None = "config.json"  # None: the settings live a level up
 
 
@@ -203,7 +203,8 @@ class RunDirectory:
         sub = RunDirectory(self.path / name, kind)
         if all((sub.path / f).is_file() for f in done):
             return StageState(done=True, resume=False)
-        if (sub.path / kind.progress).exists() and (kind.config is None or (sub.path / kind.config).is_file()):
+        progressed = any(sub.path.glob(kind.progress)) if sub.path.is_dir() else False
+        if progressed and (kind.config is None or (sub.path / kind.config).is_file()):
             return StageState(done=False, resume=True)
         if sub.holds_run():
             sub.remove()

@@ -31,11 +31,19 @@ from typing import Any
 from tabmem._checks import limit_threads
 from tabmem._io import read_json, write_json, write_text
 from tabmem.errors import TabmemError
+from tabmem.runs.protocol import RunDirectory, RunKind
 from tabmem.studies.inputs import load_inputs
 from tabmem.studies.steps.base import STEPS, StepContext
 from tabmem.studies.study import Cell, import_plugins
 
 __all__ = ["cell_state", "one_line", "run_cell", "run_task", "thread_limits"]
+
+#: a step directory's record: written when the step finished (the protocol's stage marker)
+STEP_RECORD = "step.json"
+#: the study's step directories as run types of the run protocol: a step directory is the study's own
+STEPS_RUN = RunKind("study steps", ("*",), progress="*", config=None)
+RESUMABLE_STEP = RunKind("study step", ("*",), progress="*", config=None)  # resumes from what it left
+ONE_SHOT_STEP = RunKind("study step", ("*",), progress=STEP_RECORD, config=None)  # starts again
 
 
 def _now() -> str:
@@ -72,7 +80,7 @@ def cell_state(out: Path, cell: Cell) -> str:
         state = read_json(status_path).get("state")
     except TabmemError:
         return "partial"
-    if state == "done" and all((step_dir(out, s.name, s.key) / "step.json").is_file() for s in cell.steps):
+    if state == "done" and all((step_dir(out, s.name, s.key) / STEP_RECORD).is_file() for s in cell.steps):
         return "done"
     return "failed" if state == "failed" else "partial"
 
@@ -127,17 +135,18 @@ def run_cell(
             sdir = step_dir(out, spec.name, spec.key)
             if spec.key in failed_steps:
                 raise TabmemError(failed_steps[spec.key])
-            marker = sdir / "step.json"
-            if marker.is_file():
+            marker = sdir / STEP_RECORD
+            state = RunDirectory(sdir.parent, STEPS_RUN).stage(
+                spec.key, RESUMABLE_STEP if cls.resumable else ONE_SHOT_STEP, done=(STEP_RECORD,)
+            )
+            if state.done:
                 status["steps"][spec.name] = {
                     "key": spec.key,
                     "state": "reused",
                     "seconds": read_json(marker)["seconds"],
                 }
             else:
-                started = sdir.is_dir() and any(sdir.iterdir())
-                if started and not cls.resumable:
-                    shutil.rmtree(sdir)
+                started = state.resume  # an interrupted attempt of a resumable step; others start again
                 sdir.mkdir(parents=True, exist_ok=True)
                 _link(cdir, spec.name, sdir)
                 status["steps"][spec.name] = {"key": spec.key, "state": "running", "resumed": started}
@@ -149,7 +158,7 @@ def run_cell(
                     config=spec.config,
                     artifacts=dict(artifacts),
                     threads=threads,
-                    resume=started and cls.resumable,
+                    resume=started,
                 )
                 ts = time.perf_counter()
                 try:
