@@ -11,6 +11,8 @@ resumable). A thin shell over :func:`tabmem.studies.attack_to_dir`, which writes
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from tabmem.cli._options import (
@@ -39,6 +41,9 @@ from tabmem.cli._options import (
     threads_option,
 )
 from tabmem.errors import TabmemError
+
+if TYPE_CHECKING:
+    from tabmem.attacks.summary import PrivacyHeadline
 
 
 @click.command("attack")
@@ -226,51 +231,49 @@ def attack(
     table = Table(title="Membership inference (higher AUC = more leakage; 0.5 = chance)")
     for col in ("attack", "AUC", "95% CI", "TPR@0.01", "TPR@0.1", "MIDST TPR@0.1 [exact CI]", "ε lower bound"):
         table.add_column(col)
-    resolved = summary["_meta"]["min_resolved_fpr"] or 0.0
-    for name, r in summary.items():
-        if name.startswith("_"):
-            continue
-        t, ci = r["tpr_at_fpr"], r["auc_ci"]
-        midst = r["midst_tpr_at_fpr"]["0.1"]
+    meta = summary.meta
+    resolved = meta.min_resolved_fpr or 0.0
+    for name, r in summary.attacks.items():
+        t, ci = r.tpr_at_fpr, r.auc_ci
+        midst = (r.midst_tpr_at_fpr or {})["0.1"]
         table.add_row(
             name,
-            f"{r['auc']:.3f}",
+            f"{r.auc:.3f}",
             "n/a" if ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
             *(f"{t[f]:.3f}" + ("*" if 0 < float(f) < resolved else "") for f in ("0.01", "0.1")),
             f"{midst['tpr']:.3f} [{midst['tpr_ci'][0]:.3f}, {midst['tpr_ci'][1]:.3f}]",
-            f"{r['epsilon_lower_bound']['epsilon']:.2f}",
+            f"{(r.epsilon_lower_bound or {})['epsilon']:.2f}",
         )
     console.print(table)
-    priv = _privacy_line(summary["_privacy"])
+    priv = _privacy_line(summary.privacy) if summary.privacy is not None else ""
     if priv:
         console.print(priv)
-    meta = summary["_meta"]
     if resolved:
         console.print(
-            f"smallest FPR that {meta['n_non_members']} non-member(s) resolve: {resolved:.4g}"
+            f"smallest FPR that {meta.n_non_members} non-member(s) resolve: {resolved:.4g}"
             + (" (* = below it: interpolated towards TPR@FPR=0, not measured)" if resolved > 0.01 else "")
         )
-    for name, why in meta["skipped"].items():
+    for name, why in meta.skipped.items():
         console.print(f"skipped {name}: {why}")
-    for message in meta.get("warnings", []):
+    for message in meta.warnings:
         echo_warning(message)
-    if meta["n_member_rows_also_in_non_members"]:
-        echo_warning(f"{meta['n_member_rows_also_in_non_members']} member row(s) also appear among the non-members")
+    if meta.n_member_rows_also_in_non_members:
+        echo_warning(f"{meta.n_member_rows_also_in_non_members} member row(s) also appear among the non-members")
     console.print(
         f"wrote {out / 'summary.json'}, {out / 'scores.csv'}, {out / 'risk.csv'} (records by strongest evidence) "
         f"and {out / 'roc.csv'}"
     )
 
 
-def _privacy_line(p: dict) -> str:
+def _privacy_line(p: PrivacyHeadline) -> str:
     """One line: the audited ε lower bound (best attack), next to the claimed ε when there is one."""
-    if p.get("attack") is None:
+    if p.attack is None:
         return ""
     line = (
-        f"empirical ε lower bound {p['epsilon_lower_bound']:.2f} at δ={p['delta']:.2g} ({p['attack']}; holds with "
-        f"probability {p['confidence']:.2f} over all attacks)"
+        f"empirical ε lower bound {p.epsilon_lower_bound:.2f} at δ={p.delta:.2g} ({p.attack}; holds with "
+        f"probability {p.confidence:.2f} over all attacks)"
     )
-    if p.get("claimed_epsilon") is not None:
-        verdict = "EXCEEDS the claim: the DP training is broken" if p["exceeds_claim"] else "consistent with the claim"
-        line += f"; claimed ε = {p['claimed_epsilon']}: {verdict}"
+    if p.claimed_epsilon is not None:
+        verdict = "EXCEEDS the claim: the DP training is broken" if p.exceeds_claim else "consistent with the claim"
+        line += f"; claimed ε = {p.claimed_epsilon}: {verdict}"
     return line

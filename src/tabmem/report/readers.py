@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem._io import read_json
+from tabmem.attacks.summary import is_attack_summary
 from tabmem.errors import TabmemError
 from tabmem.report.model import Attacks, Audit, Cell, Quality, ReportData, Training
 
@@ -65,7 +66,7 @@ def detect_kind(path: str | Path) -> str | None:
     summary = read_json(p / "summary.json")
     if not isinstance(summary, dict):
         return None
-    if "_meta" in summary:
+    if is_attack_summary(summary):
         return "attack"
     if "goals" in summary and "shape" in summary:
         return "quality"

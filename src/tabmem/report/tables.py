@@ -246,7 +246,7 @@ def privacy_table(cell: Cell) -> Table | None:
         eps = r.get("epsilon_lower_bound") or {}
         row += [_num(r.get("min_resolved_fpr"), 3), _num(eps.get("epsilon"), 3)]
         rows.append(row)
-    p = att.summary.get("_privacy") or {}
+    p = att.privacy
     cap = (
         "MIDST TPR at FPR <= f: the largest TPR of a threshold whose measured FPR is at most f, with its exact "
         "(Clopper-Pearson) 95% interval. ε lower bound: from Clopper-Pearson bounds on TPR and FPR at a threshold "
@@ -458,7 +458,7 @@ def overview_table(cells: list[Cell], labels: list[str]) -> Table:
                 f"{ATTACK_NAMES.get(best[0], best[0])} {_num(best[1].get('auc'), 3)}" if best else "-",
                 _num((best[1].get("tpr_at_fpr") or {}).get("0.1"), 3) if best else "-",
                 _copying_cell(a),
-                _num(((c.attacks.summary.get("_privacy") or {}) if c.attacks else {}).get("epsilon_lower_bound"), 3),
+                _num((c.attacks.privacy if c.attacks else {}).get("epsilon_lower_bound"), 3),
                 _num(q.value("shape"), 3) if q else "-",
                 _num(q.value("trend"), 3) if q else "-",
                 _mle_cell(q) if q else "-",

@@ -384,7 +384,7 @@ def midst_phrase(r: dict[str, Any], fpr: str) -> str:
 
 def privacy_finding(attacks: Attacks | None) -> Finding | None:
     """The best empirical ε lower bound over the attacks, next to the claimed ε; None without one."""
-    p = (attacks.summary.get("_privacy") if attacks is not None else None) or {}
+    p = attacks.privacy if attacks is not None else {}
     eps = finite(p.get("epsilon_lower_bound"))
     if not p or eps is None or p.get("attack") is None:
         return None

@@ -17,7 +17,7 @@ non-members nor the reference. The step then runs :func:`tabmem.studies.attack_t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from tabmem.studies.estimate import attack_seconds
 from tabmem.studies.inputs import subsample_rows
 from tabmem.studies.steps.base import CellInfo, Step, StepContext, register_step, require_test
 from tabmem.studies.store import MetricRow, metric
+
+if TYPE_CHECKING:
+    from tabmem.attacks.summary import AttackSummary
 
 
 def _attacks() -> list[str]:
@@ -164,7 +167,7 @@ class AttackStep(Step):
         )
         return self._rows(ctx, captured[0], summary)
 
-    def _rows(self, ctx: StepContext, report: Any, summary: dict[str, Any]) -> list[MetricRow]:
+    def _rows(self, ctx: StepContext, report: Any, summary: AttackSummary) -> list[MetricRow]:
         from tabmem.attacks.evaluation import DEFAULT_FPRS
 
         rows: list[MetricRow] = []
@@ -191,7 +194,7 @@ class AttackStep(Step):
             ]
             audit = summary[name]
             for f in ("0.1", "0.01"):
-                m = audit["midst_tpr_at_fpr"][f]
+                m = (audit.midst_tpr_at_fpr or {})[f]
                 rows.append(
                     metric(
                         f"midst_tpr_at_fpr_{f}",
@@ -205,7 +208,7 @@ class AttackStep(Step):
             rows.append(
                 metric(
                     "epsilon_lower_bound",
-                    audit["epsilon_lower_bound"]["epsilon"],
+                    (audit.epsilon_lower_bound or {})["epsilon"],
                     component=name,
                     goal="minimize",
                     baseline=0.0,
