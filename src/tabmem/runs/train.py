@@ -297,8 +297,8 @@ def train_to_dir(
         result = replace(result, holdout=det.score(holdout, name="holdout", unseen="mismatch"))
         if evidence:
             syn = clean if clean is not None else det.validate(synthetic, unseen="mismatch")
-            extra = distance_evidence(det, result, syn, holdout, random_state=seed)
-    summary = result.summary(random_state=seed)
+            extra = distance_evidence(det, result, syn, holdout, random_state=seed).to_dict()
+    summary = result.summary(random_state=seed).to_dict()
     summary.update(extra)
     summary.update(
         model=model,
