@@ -7,7 +7,8 @@ hold, as opposed to a JSON ``null``), and any field whose value is :data:`ABSENT
 (for keys that may hold ``null`` or be missing); a field whose value has ``to_dict`` is written
 through it.
 :func:`from_dict` is the inverse for readers: absent optional keys become ``None``, nested
-records (``nested=`` of :func:`optional` / :func:`nested`) are read by their own ``from_dict``,
+records (``nested=`` of :func:`optional` / :func:`nested`) are read by their own ``from_dict``
+(a value that already is such a record is kept),
 and keys the record does not know are ignored (an older or newer writer's extras).
 """
 
@@ -74,5 +75,7 @@ def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
             continue
         value = data[key]
         sub = f.metadata.get("nested")
-        kwargs[f.name] = sub.from_dict(value) if sub is not None and value is not None else value
+        if sub is not None and value is not None and not isinstance(value, sub):
+            value = sub.from_dict(value)
+        kwargs[f.name] = value
     return cls(**kwargs)

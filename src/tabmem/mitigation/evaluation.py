@@ -25,6 +25,7 @@ import pandas as pd
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
 from tabmem.memorization.replicas import ReplicaDetector
 from tabmem.metrics.report import quality_report
+from tabmem.mitigation.summary import MitigationReport, QualityScores
 
 __all__ = ["bootstrap_excess_ci", "mitigation_report"]
 
@@ -62,7 +63,7 @@ def mitigation_report(
     mle_grid: str = "tabsyn",
     random_state: int = 0,
     n_jobs: int | None = None,
-) -> dict[str, Any]:
+) -> MitigationReport:
     """Memorization of ``synthetic`` vs the original and the pruned table, holdout baseline and quality (module docstring)."""
     orig = validate(original, schema, name="training", nan="match")
     det = ReplicaDetector(distance, nan="match", n_jobs=n_jobs).fit(orig, schema)
@@ -112,7 +113,7 @@ def mitigation_report(
         out["quality"] = quality_scores(
             orig, synthetic, schema, test=test, mle_grid=mle_grid, random_state=random_state
         )
-    return out
+    return MitigationReport.from_dict(out)
 
 
 def quality_scores(
@@ -123,7 +124,7 @@ def quality_scores(
     test: pd.DataFrame | None = None,
     mle_grid: str = "tabsyn",
     random_state: int = 0,
-) -> dict[str, Any]:
+) -> QualityScores:
     """Shape, Trend (and MLE when a target and ``test`` exist) of ``synthetic`` against ``real``."""
     metrics = ["shape", "trend"]
     if schema.target is not None and test is not None:
@@ -133,10 +134,10 @@ def quality_scores(
         real_frame, synthetic, schema, test=test, metrics=metrics, mle_grid=mle_grid, random_state=random_state
     )
     s = rep.summary()
-    out = {k: s.get(k) for k in ("shape", "trend", "mle")}
+    out: dict[str, Any] = {k: s.value(k) for k in ("shape", "trend", "mle")}
     if "mle" in rep.results:
         out["mle_real"] = rep.results["mle"].details.get("real", {}).get(rep.results["mle"].details.get("score"))
-    out["skipped"] = {k: v for k, v in s.get("skipped", {}).items() if k in ("shape", "trend", "mle")}
+    out["skipped"] = {k: v for k, v in s.skipped.items() if k in ("shape", "trend", "mle")}
     if "mle" not in metrics:
         out["skipped"]["mle"] = "no target" if schema.target is None else "no test table"
-    return out
+    return QualityScores.from_dict(out)

@@ -37,27 +37,11 @@ from tabmem.generators import get_generator, load_generator
 from tabmem.mitigation.dynamiccut import check_dynamiccut, needs_warmup, retrain_table, warmup_length
 from tabmem.mitigation.evaluation import mitigation_report
 from tabmem.mitigation.ranking import Ranking, random_ranking, rank_records
+from tabmem.mitigation.summary import SUMMARY_KEYS, DynamicCutSummary, MitigationReport
 from tabmem.runs.train import train_to_dir
 
 __all__ = ["dynamiccut_to_dir", "evaluate_run_dir", "SUMMARY_KEYS"]
 
-#: keys ``summary.json`` always has (the issue's contract)
-SUMMARY_KEYS = (
-    "memorization_rate",
-    "memorization_rate_vs_pruned",
-    "holdout_memorization_rate",
-    "excess_memorization",
-    "mem_auc",
-    "n_train",
-    "n_pruned",
-    "prune",
-    "prune_by",
-    "top_k",
-    "warmup_epochs",
-    "ranking_source",
-    "mix",
-    "quality",
-)
 _SETTINGS = (
     "model",
     "preset",
@@ -107,7 +91,7 @@ def evaluate_run_dir(
     mle_grid: str = "tabsyn",
     synthetic_path: str | Path | None = None,
     n_jobs: int | None = None,
-) -> dict[str, Any]:
+) -> MitigationReport:
     """Sample ``n_samples`` (default |original|) rows from ``run_dir/model.pt`` and judge them with
     :func:`~tabmem.mitigation.evaluation.mitigation_report` against the ``original`` table."""
     gen = load_generator(Path(run_dir) / "model.pt", device="cpu")
@@ -160,7 +144,7 @@ def dynamiccut_to_dir(
     mle_grid: str = "tabsyn",
     baseline: str | Path | None = None,
     n_jobs: int | None = None,
-) -> dict[str, Any]:
+) -> DynamicCutSummary:
     """Run DynamicCut (warm-up, rank, prune, retrain from scratch, evaluate) into ``out_dir``; returns the summary.
 
     Parameters are those of :class:`~tabmem.mitigation.dynamiccut.DynamicCut` plus: ``holdout``
@@ -300,7 +284,7 @@ def dynamiccut_to_dir(
             holdout=holdout, test=test, distance=distance, seed=seed, quality=quality, mle_grid=mle_grid, n_jobs=n_jobs,
         )  # fmt: skip
     summary: dict[str, Any] = {
-        **report,
+        **report.to_dict(),
         "model": model,
         "preset": preset,
         "epochs": epochs,
@@ -321,8 +305,9 @@ def dynamiccut_to_dir(
         "baseline": before,
         "timings_s": timings,
     }
-    write_json(out / "summary.json", summary)
-    return summary
+    typed = DynamicCutSummary.from_dict(summary)
+    write_json(out / "summary.json", typed.to_dict())
+    return typed
 
 
 def _stage_numbers(summary: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -341,7 +326,7 @@ def _stage_numbers(summary: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _baseline_report(
     path: Path, original: ValidatedTable, schema: Schema, fingerprint: str, **kwargs: Any
-) -> dict[str, Any]:
+) -> MitigationReport:
     """The unpruned model of ``path`` (a ``tabmem train`` run directory) judged like the retrained one."""
     model_path = path / "model.pt"
     if not model_path.is_file():
