@@ -161,12 +161,13 @@ def attack(
     from rich.table import Table
 
     from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
-    from tabmem.attacks import check_attack_names
+    from tabmem.attacks import ATTACKS, check_attack_names
     from tabmem.data.serialization import SERIALIZERS
     from tabmem.runs.attack import attack_to_dir
 
     names = check_attack_names(column_names(attacks), "--attacks")
-    if "levatt" in names and serializer not in SERIALIZERS.names():
+    takes_serializer = any("serializer" in ATTACKS[a].run_options + ATTACKS[a].statistic_options for a in names)
+    if takes_serializer and serializer not in SERIALIZERS.names():
         raise TabmemError(
             f"--serializer: unknown serializer {serializer!r}; available: {', '.join(SERIALIZERS.names())}"
         )
@@ -186,15 +187,9 @@ def attack(
         1,
         f"each in neighbour searches, {density_threads} thread{'s' if density_threads != 1 else ''} for densities",
     )
-    dcr_like = {"distance": distance, "n_jobs": workers}
-    attack_params = {
-        "levatt": {"serializer": serializer, "n_jobs": workers},
-        "dcr": dcr_like,
-        "mc": dcr_like,
-        "lira": {"statistic_params": {"distance": distance}, "n_jobs": workers},
-        "lira_offline": {"statistic_params": {"distance": distance}, "n_jobs": workers},
-        "lira_levatt": {"statistic_params": {"serializer": serializer}, "n_jobs": workers},
-    }
+    # each attack takes the run-wide options its class lists (run_options, statistic_options)
+    options = {"serializer": serializer, "distance": distance, "n_jobs": workers}
+    attack_params = {a.name: p for a in ATTACKS.in_order() if (p := a.run_params(options))}
     console = Console()
     with limit_threads(density_threads):
         summary = attack_to_dir(

@@ -414,17 +414,18 @@ def roc_figure(attacks: Attacks) -> str | None:
 
 
 def _attack_label(name: str) -> str:
-    from tabmem.report.verdict import ATTACK_NAMES
+    from tabmem.report.verdict import attack_name
 
-    return ATTACK_NAMES.get(name, name)
+    return attack_name(name)
 
 
 @styled
 def distance_figure(attacks: Attacks) -> str | None:
     """Histograms of the distance to the closest synthetic row, members vs non-members (LevAtt, DCR)."""
-    from tabmem.report.readers import DISTANCE_ATTACKS
+    from tabmem.report.readers import distance_attacks
 
-    names = [a for a in DISTANCE_ATTACKS if a in attacks.distances]
+    described = distance_attacks()
+    names = [a for a in described if a in attacks.distances]
     if not names:
         return None
     fig, axes = new_figure(3.0, len(names), width=min(WIDTH, 5.0 * len(names)))
@@ -443,7 +444,7 @@ def distance_figure(attacks: Attacks) -> str | None:
             ax.stairs(
                 hist[f"{group}_pct"], edges, color=colour, lw=1.5, label=f"{label}: median {np.median(values):.3g}"
             )
-        ax.set_xlabel(DISTANCE_ATTACKS[name])
+        ax.set_xlabel(described[name])
         ax.set_ylabel("share of the group (%)")
         ax.set_ylim(0, None)
         ax.set_title(f"{_attack_label(name)}: members vs non-members")

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem._io import read_json
+from tabmem.attacks.base import ATTACKS
 from tabmem.attacks.summary import is_attack_summary
 from tabmem.errors import TabmemError
 from tabmem.report.model import Attacks, Audit, Cell, Quality, ReportData, Training
@@ -41,11 +42,6 @@ __all__ = [
     "load_report_data",
 ]
 
-#: attacks whose score is minus a distance to the closest synthetic row (``tabmem.attacks``)
-DISTANCE_ATTACKS: dict[str, str] = {
-    "levatt": "edit distance to the closest synthetic row string",
-    "dcr": "distance to the closest synthetic row",
-}
 #: sub-directories of a cell that hold one command's outputs
 PART_DIRS: dict[str, tuple[str, ...]] = {
     "train": ("train",),
@@ -106,13 +102,19 @@ def read_attack_dir(path: str | Path, notes: list[str] | None = None) -> Attacks
         attacks.roc = pd.read_csv(p / "roc.csv", usecols=["attack", "fpr", "tpr"])
     else:
         notes.append(f"{p}: no roc.csv (written by an older tabmem): the ROC curves are left out")
-    wanted = [a for a in DISTANCE_ATTACKS if a in names]
+    wanted = [a for a in distance_attacks() if a in names]
     if wanted and (p / "scores.csv").is_file():
         scores = pd.read_csv(p / "scores.csv", usecols=["is_member", *wanted])
         member = scores["is_member"].astype(bool).to_numpy()
         for name in wanted:
             attacks.distances[name] = pd.DataFrame({"distance": -scores[name].to_numpy(float), "is_member": member})
     return attacks
+
+
+def distance_attacks() -> dict[str, str]:
+    """``{attack: what its distance is}`` for the attacks whose score is minus a distance to the closest
+    synthetic row (their classes' ``distance_description``), in registration order."""
+    return {a.name: a.distance_description for a in ATTACKS.in_order() if a.distance_description}
 
 
 def read_quality_dir(path: str | Path, notes: list[str] | None = None) -> Quality:

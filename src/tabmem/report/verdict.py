@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tabmem.attacks.base import ATTACKS
 from tabmem.report.model import Attacks, Audit, Cell, Quality
 from tabmem.report.readers import finite
 
@@ -35,7 +36,7 @@ __all__ = [
     "CellVerdict",
     "cell_verdict",
     "strongest_attack",
-    "ATTACK_NAMES",
+    "attack_name",
     "fmt_pct",
     "fmt_ci",
     "evidence_finding",
@@ -44,18 +45,12 @@ __all__ = [
     "midst_phrase",
 ]
 
-ATTACK_NAMES = {
-    "levatt": "LevAtt",
-    "dcr": "DCR",
-    "mc": "Monte Carlo",
-    "density": "density (KDE)",
-    "domias": "DOMIAS",
-    "lira": "LiRA",
-    "lira_offline": "LiRA (offline)",
-    "lira_domias": "LiRA (DOMIAS statistic)",
-    "lira_levatt": "LiRA (LevAtt statistic)",
-    "groundhog": "Groundhog",
-}
+
+def attack_name(name: str) -> str:
+    """An attack's name in the report: its class's ``display_name`` (:mod:`tabmem.attacks.base`), else ``name``."""
+    return ATTACKS[name].label() if name in ATTACKS else name
+
+
 MLE_NAMES = {"rmse": "RMSE", "auc": "ROC-AUC", "macro_f1": "macro-F1"}
 LEVELS = ("alert", "ok", "info", "neutral", "missing")
 
@@ -222,7 +217,7 @@ def attack_finding(attacks: Attacks | None) -> Finding:
     name, r = best
     auc = finite(r.get("auc"))
     ci = _ci(r.get("auc_ci"))
-    label = ATTACK_NAMES.get(name, name)
+    label = attack_name(name)
     n_attacks = len(attacks.results)
     which = f"the strongest of {n_attacks} attacks" if n_attacks > 1 else "the only attack run"
     leaks = ci is not None and ci[0] > 0.5
@@ -388,7 +383,7 @@ def privacy_finding(attacks: Attacks | None) -> Finding | None:
     eps = finite(p.get("epsilon_lower_bound"))
     if not p or eps is None or p.get("attack") is None:
         return None
-    name = ATTACK_NAMES.get(str(p["attack"]), str(p["attack"]))
+    name = attack_name(str(p["attack"]))
     delta, conf = finite(p.get("delta")), finite(p.get("confidence"))
     text = (
         f"Empirical ε lower bound {eps:.2f}"

@@ -113,11 +113,12 @@ class AttackStep(Step):
         keep = subsample_rows(len(test), c["n_non_members"], ctx.seed_for("non-members"))
         population = test.drop(index=test.index[keep]).reset_index(drop=True)
         non_members = test.iloc[keep].reset_index(drop=True)
-        defaults = {
-            "levatt": {"serializer": c["serializer"], "n_jobs": ctx.threads},
-            "dcr": {"distance": c["distance"], "n_jobs": ctx.threads},
-            "mc": {"distance": c["distance"], "n_jobs": ctx.threads},
-        }
+        from tabmem.attacks import ATTACKS
+
+        # the no-box attacks take the step's serializer/distance and threads as their classes list them;
+        # shadow-model attacks take [attack] params only
+        options = {"serializer": c["serializer"], "distance": c["distance"], "n_jobs": ctx.threads}
+        defaults = {a: ATTACKS[a].run_params(options) for a in c["attacks"] if not ATTACKS[a].needs_shadows}
         params = {name: {**defaults.get(name, {}), **dict(c["params"].get(name, {}))} for name in c["attacks"]}
         if c["shadows"]:
             return self._run_with_shadows(ctx, members, non_members, population, reference, params)
