@@ -196,24 +196,28 @@ class ReplicaResult:
         """
         boot = {"n_bootstrap": n_bootstrap, "confidence": confidence, "random_state": random_state}
         k, n = int(self.table["is_replica"].sum()), self.n_synthetic
-        s: dict[str, Any] = {}
+        s: dict[str, Any] = {}  # the fields that only exist with rare-value counts or with a holdout
         if self.rare is not None:
-            s["rare_value_leakage"] = self.rare.rate
+            s.update(rare_value_leakage=self.rare.rate)
             rare = {"k": self.rare.k, "n_rare_values": self.rare.n_rare_values, "n_leaked": self.rare.n_leaked}
         if self.holdout is not None:
             h = self.holdout
             kh, nh = int(h.table["is_replica"].sum()), h.n_synthetic
-            s["n_holdout"] = nh
-            s["holdout_memorization_rate"] = h.memorization_rate
-            s["holdout_mem_auc"] = h.mem_auc
-            s["excess_memorization"] = self.memorization_rate - h.memorization_rate
-            s["holdout_memorization_rate_ci"] = list(proportion_ci(kh, nh, **boot))
-            s["excess_memorization_ci"] = list(proportion_difference_ci(k, n, kh, nh, **boot))
-            s["holdout_exact_copy_rate"] = h.exact_copy_rate
-            s["excess_exact_copy_rate"] = self.exact_copy_rate - h.exact_copy_rate
+            s.update(
+                n_holdout=nh,
+                holdout_memorization_rate=h.memorization_rate,
+                holdout_mem_auc=h.mem_auc,
+                excess_memorization=self.memorization_rate - h.memorization_rate,
+                holdout_memorization_rate_ci=list(proportion_ci(kh, nh, **boot)),
+                excess_memorization_ci=list(proportion_difference_ci(k, n, kh, nh, **boot)),
+                holdout_exact_copy_rate=h.exact_copy_rate,
+                excess_exact_copy_rate=self.exact_copy_rate - h.exact_copy_rate,
+            )
             if self.rare is not None and h.rare is not None:
-                s["holdout_rare_value_leakage"] = h.rare.rate
-                s["excess_rare_value_leakage"] = self.rare.rate - h.rare.rate
+                s.update(
+                    holdout_rare_value_leakage=h.rare.rate,
+                    excess_rare_value_leakage=self.rare.rate - h.rare.rate,
+                )
                 rare["n_in_holdout"] = h.rare.n_leaked
         return AuditSummary(
             n_train=self.n_train,

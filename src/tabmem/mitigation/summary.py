@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from tabmem._records import Absent, absent_or, from_dict, nested, optional, to_dict
+from tabmem.memorization.summary import EXCESS_MEMORIZATION
 
 __all__ = ["SUMMARY_KEYS", "DynamicCutSummary", "MitigationReport", "QualityScores"]
 
@@ -23,7 +24,7 @@ SUMMARY_KEYS = (
     "memorization_rate",
     "memorization_rate_vs_pruned",
     "holdout_memorization_rate",
-    "excess_memorization",
+    EXCESS_MEMORIZATION,
     "mem_auc",
     "n_train",
     "n_pruned",

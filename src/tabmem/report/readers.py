@@ -29,6 +29,7 @@ from tabmem._io import read_json
 from tabmem.attacks.base import ATTACKS
 from tabmem.attacks.summary import is_attack_summary
 from tabmem.errors import TabmemError
+from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
 from tabmem.report.model import Attacks, Audit, Cell, Quality, ReportData, Training
 
 __all__ = [
@@ -80,7 +81,7 @@ def _audit_part(p: Path, summary: dict[str, Any], notes: list[str]) -> Audit:
         counts = pd.read_csv(records, usecols=["replica_count"])["replica_count"].to_numpy(dtype=np.int64)
     else:
         notes.append(f"{p}: no records.csv, so no per-record replica counts (the heavy-tail plot is left out)")
-    if "excess_memorization" in summary and "excess_memorization_ci" not in summary:
+    if EXCESS_MEMORIZATION in summary and EXCESS_MEMORIZATION_CI not in summary:
         notes.append(f"{p}: summary.json has no bootstrap intervals (written by an older tabmem): re-run to get them")
     return Audit(summary=summary, record_counts=counts, path=str(p))
 
@@ -260,7 +261,7 @@ def read_study_dir(path: str | Path) -> ReportData:
     )
 
 
-AUDIT_INTERVALS = ("memorization_rate", "holdout_memorization_rate", "excess_memorization")
+AUDIT_INTERVALS = ("memorization_rate", "holdout_memorization_rate", EXCESS_MEMORIZATION)
 
 
 def _apply_results(cells: list[Cell], ids: list[str], path: Path, notes: list[str]) -> None:
@@ -287,7 +288,7 @@ def _apply_results(cells: list[Cell], ids: list[str], path: Path, notes: list[st
                     res.setdefault("tpr_at_fpr_ci", {})[r.metric.removeprefix("tpr_at_fpr_")] = ci
                 elif r.metric == "min_resolved_fpr" and not pd.isna(r.value):
                     res["min_resolved_fpr"] = float(r.value)
-    filled = {a.path for c in cells for a in c.audits.values() if "excess_memorization_ci" in a.summary}
+    filled = {a.path for c in cells for a in c.audits.values() if EXCESS_MEMORIZATION_CI in a.summary}
     notes[:] = [n for n in notes if not ("bootstrap intervals" in n and n.split(": ", 1)[0] in filled)]
 
 

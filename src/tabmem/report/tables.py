@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
 from tabmem.report.model import Audit, Cell, Training
 from tabmem.report.plots import distance_histogram
 from tabmem.report.readers import finite
@@ -103,8 +104,8 @@ def _oneaudit_tables(a: Audit, name_distance: bool) -> list[Table]:
         ],
         [
             "excess memorization (points)",
-            _points(s.get("excess_memorization")),
-            _ci_pct(s.get("excess_memorization_ci"), points=True),
+            _points(s.get(EXCESS_MEMORIZATION)),
+            _ci_pct(s.get(EXCESS_MEMORIZATION_CI), points=True),
         ],
         ["Mem-AUC (exact)", _num(s.get("mem_auc")), ""],
         ["Mem-AUC (papers' 10-point trapezoid)", _num(s.get("mem_auc_trapz10")), ""],
@@ -452,8 +453,8 @@ def overview_table(cells: list[Cell], labels: list[str]) -> Table:
                 lab,
                 fmt_pct(finite(a.get("memorization_rate")), 2) if a else "-",
                 fmt_pct(finite(a.get("holdout_memorization_rate")), 2) if a else "-",
-                (_points(a.get("excess_memorization")) + f" ({_ci_pct(a.get('excess_memorization_ci'), points=True)})")
-                if a and finite(a.get("excess_memorization")) is not None
+                (_points(a.get(EXCESS_MEMORIZATION)) + f" ({_ci_pct(a.get(EXCESS_MEMORIZATION_CI), points=True)})")
+                if a and finite(a.get(EXCESS_MEMORIZATION)) is not None
                 else "-",
                 f"{attack_name(best[0])} {_num(best[1].get('auc'), 3)}" if best else "-",
                 _num((best[1].get("tpr_at_fpr") or {}).get("0.1"), 3) if best else "-",

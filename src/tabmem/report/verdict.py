@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tabmem.attacks.base import ATTACKS
+from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
 from tabmem.report.model import Attacks, Audit, Cell, Quality
 from tabmem.report.readers import finite
 
@@ -110,8 +111,8 @@ def memorization_finding(audit: Audit | None) -> Finding:
         return Finding("Memorization", "missing", "not measured", "No replica audit in this cell.")
     rate = finite(audit.get("memorization_rate"))
     hold = finite(audit.get("holdout_memorization_rate"))
-    excess = finite(audit.get("excess_memorization"))
-    ci = _ci(audit.get("excess_memorization_ci"))
+    excess = finite(audit.get(EXCESS_MEMORIZATION))
+    ci = _ci(audit.get(EXCESS_MEMORIZATION_CI))
     dist = f"distance {audit.get('distance', '?')}, d1/d2 < {_threshold(audit.get('threshold'))}"
     if hold is None or excess is None:
         return Finding(
@@ -466,8 +467,8 @@ def cell_verdict(cell: Cell) -> CellVerdict:
     if others:
         parts = []
         for d, a in others:
-            ex = finite(a.get("excess_memorization"))
-            ci = _ci(a.get("excess_memorization_ci"))
+            ex = finite(a.get(EXCESS_MEMORIZATION))
+            ci = _ci(a.get(EXCESS_MEMORIZATION_CI))
             rate = f"{fmt_points(ex)}" if ex is not None else f"rate {fmt_pct(finite(a.get('memorization_rate')))}"
             parts.append(f"{d}: {rate}" + (f" (95% CI {fmt_ci(ci, pct=True)})" if ci else ""))
         mem.text += " With the other distances: " + "; ".join(parts) + "."
