@@ -81,7 +81,7 @@ def main() -> None:
             seed=args.seed,
             n_bootstrap=200,
             delta=1.0 / (10 * len(members)),
-        )
+        ).to_dict()
         audit = json.loads((run / "train" / "summary.json").read_text())
         results[label] = {
             "claimed_epsilon": eps,

@@ -77,7 +77,7 @@ def evaluate(model_dir: Path, train, schema, hold, test, seed, pruned, mle_grid)
             seed=seed,
             mle_grid=mle_grid,
             n_jobs=1,
-        )  # fmt: skip
+        ).to_dict()  # fmt: skip
     }
     out["fang2024"]["eval_seconds"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -87,7 +87,7 @@ def evaluate(model_dir: Path, train, schema, hold, test, seed, pruned, mle_grid)
     out["gower"] = mitigation_report(
         synthetic, train, schema, pruned_rows=pruned, holdout=hold, distance="gower", quality=False, random_state=seed,
         n_jobs=1,
-    )  # fmt: skip
+    ).to_dict()  # fmt: skip
     out["gower"]["eval_seconds"] = time.perf_counter() - t0
     return out
 
@@ -166,7 +166,7 @@ def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
             log=lambda m: print("  " + m, flush=True), n_jobs=1, **dc,
         )  # fmt: skip
         pruned = np.flatnonzero(pd.read_csv(run / "dc" / "ranking.csv")["pruned"].to_numpy())
-        assert len(pruned) == summary["n_pruned"]
+        assert len(pruned) == summary.n_pruned
         model_dir = run / "dc" / "retrain"
     result = evaluate(model_dir, train, schema, hold, test, seed, pruned, args.mle_grid)
     result["arm"], result["seed"], result["wall_seconds"] = arm, seed, time.perf_counter() - t0

@@ -189,7 +189,7 @@ def attack_step(args, members, non_members, population, schema, released: Path, 
         seed=args.seed,
         n_bootstrap=200,
         progress=lambda line: print(line, flush=True),
-    )
+    ).to_dict()
     attack_seconds = time.perf_counter() - t0
     out: dict = {"regime": args.regime, "epochs": params["epochs"], "attack_seconds": attack_seconds}
     audit = json.loads((released / "summary.json").read_text())
@@ -214,7 +214,7 @@ def attack_step(args, members, non_members, population, schema, released: Path, 
     for distance in ("fang2024", "gower"):
         det = ReplicaDetector(distance, n_jobs=1).fit(members, schema)
         res = det.score(synthetic, holdout=non_members, unseen="mismatch")
-        ev = distance_evidence(det, res, synthetic, non_members, n_cells=10, random_state=args.seed)
+        ev = distance_evidence(det, res, synthetic, non_members, n_cells=10, random_state=args.seed).to_dict()
         ev["data_copying"] = {k: v for k, v in ev["data_copying"].items() if k != "per_cell"}
         out[f"audit_{distance}"] = {
             "memorization_rate": res.memorization_rate,

@@ -76,11 +76,11 @@ def test_density_attack_on_a_synthetic_table_holding_1e308() -> None:
         report = run_attacks(members, non_members, synthetic, schema, attacks=["density"], n_bootstrap=10)
     auc = report.results["density"].auc
     assert 0.0 <= auc <= 1.0 and report.skipped == {}
-    assert report.summary()["_meta"]["schema"]["numerical"] == ["a", "b"]
+    assert report.summary().meta.schema["numerical"] == ["a", "b"]
 
 
 def test_few_targets_warn() -> None:
     members, non_members, synthetic, schema = _tables()
     report = run_attacks(members.iloc[:5], non_members.iloc[:5], synthetic, schema, attacks=["dcr"], n_bootstrap=10)
     assert report.warnings and "5 member(s)" in report.warnings[0]
-    assert report.summary()["_meta"]["warnings"] == report.warnings
+    assert report.summary().meta.warnings == report.warnings

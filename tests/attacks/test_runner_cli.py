@@ -23,8 +23,8 @@ def test_run_attacks_report(tables):
     assert list(rep.scores.columns) == ["target_row", "is_member", "levatt", "dcr", "mc", "density", "domias"]
     assert rep.scores.is_member.sum() == 120 and len(rep.scores) == 240
     summ = rep.summary()
-    assert set(summ["levatt"]["tpr_at_fpr"]) == {"0", "0.001", "0.01", "0.1"}
-    assert summ["_meta"]["n_members"] == 120
+    assert set(summ["levatt"].tpr_at_fpr) == {"0", "0.001", "0.01", "0.1"}
+    assert summ.meta.n_members == 120
     # without a reference, DOMIAS is skipped and reported
     rep2 = run_attacks(members, non_members, synthetic, schema, n_bootstrap=0)
     assert "domias" in rep2.skipped and "domias" not in rep2.scores

@@ -112,12 +112,15 @@ def test_papers_rule_and_duplicates_replica_on_duplicated_training_rows() -> Non
     # rows 0, 1 copy a duplicated training row: d1 = d2 = 0, undefined, not replicas under the papers' rule
     assert papers.table["ratio"].isna().tolist() == [True, True, False, False]
     assert papers.n_undefined_ratio == 2 and papers.table["is_replica"].tolist()[:3] == [False, False, True]
-    assert papers.exact_copy_rate == 0.75 and papers.summary()["n_exact_copies"] == 3
+    assert papers.exact_copy_rate == 0.75 and papers.summary().to_dict()["n_exact_copies"] == 3
     (warning,) = papers.warnings()
     assert "2 synthetic row(s) have an undefined ratio" in warning and "duplicates='replica'" in warning
     counted = ReplicaDetector("fang2024", duplicates="replica").fit(train, SCHEMA).score(syn)
     assert counted.table["is_replica"].tolist()[:3] == [True, True, True]
-    assert counted.memorization_rate == papers.memorization_rate + 0.5 and counted.summary()["duplicates"] == "replica"
+    assert (
+        counted.memorization_rate == papers.memorization_rate + 0.5
+        and counted.summary().to_dict()["duplicates"] == "replica"
+    )
     assert "counted as replicas" in counted.warnings()[0]
     with pytest.raises(ParameterError, match="duplicates"):
         ReplicaDetector(duplicates="always").fit(train, SCHEMA)
@@ -137,7 +140,7 @@ def test_summary_has_holdout_baselines_of_every_figure() -> None:
     train = pd.DataFrame({"x": rng.normal(size=80), "y": rng.normal(size=80), "k": rng.choice(list("ab"), 80)})
     hold = pd.DataFrame({"x": rng.normal(size=50), "y": rng.normal(size=50), "k": rng.choice(list("ab"), 50)})
     syn = pd.concat([train.iloc[:20], hold.iloc[:20]], ignore_index=True)
-    s = ReplicaDetector().fit(train, SCHEMA).score(syn, holdout=hold).summary()
+    s = ReplicaDetector().fit(train, SCHEMA).score(syn, holdout=hold).summary().to_dict()
     assert s["exact_copy_rate"] == 0.5 and s["holdout_exact_copy_rate"] == 0.0
     assert s["rare_value_leakage"] == 0.5 and s["holdout_rare_value_leakage"] == 0.0  # continuous values: all one-off
     assert s["excess_rare_value_leakage"] == 0.5 and s["rare_values"]["n_leaked"] == 40

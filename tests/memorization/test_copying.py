@@ -147,9 +147,9 @@ def test_distance_evidence_keys_next_to_the_holdout():
     synthetic = pd.concat([train.iloc[:75], _gauss(75, 2)], ignore_index=True)
     det = ReplicaDetector("l2").fit(train, SCHEMA)
     res = det.score(synthetic, holdout=holdout)
-    ev = distance_evidence(det, res, synthetic, holdout, n_cells=3)
+    ev = distance_evidence(det, res, synthetic, holdout, n_cells=3).to_dict()
     assert ev["identical_matches"] == {"synthetic_share": 0.5, "holdout_share": 0.0}
     assert ev["authenticity"]["synthetic_closer_share"] > ev["authenticity"]["holdout_closer_share"]
     assert ev["data_copying"]["z"] < -3 and ev["data_copying"]["n_cells"] == 3
     assert set(ev["nndr"]) == {"synthetic", "holdout", "distance"}
-    assert distance_evidence(det, det.score(synthetic), synthetic)["data_copying"] is None
+    assert distance_evidence(det, det.score(synthetic), synthetic).data_copying is None

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from tabmem import Schema
+from tabmem._io import dumps_json
 from tabmem.data.schema import validate
 from tabmem.errors import NotFittedError, ParameterError, SchemaError, set_option_lookup
 from tabmem.memorization.replicas import ReplicaDetector
@@ -40,7 +41,7 @@ def audit():  # per test, not per module: mutmut links a function to the tests t
 
 
 def test_summary_baselines_equal_hand_counts(audit) -> None:
-    s = audit.summary(n_bootstrap=0)
+    s = audit.summary(n_bootstrap=0).to_dict()
     assert s["exact_copy_rate"] == 0.5 and s["n_exact_copies"] == 2
     assert s["holdout_exact_copy_rate"] == pytest.approx(2 / 3)
     assert s["excess_exact_copy_rate"] == pytest.approx(0.5 - 2 / 3)
@@ -75,23 +76,25 @@ def test_results_without_rare_values_report_none(audit) -> None:
     bare = dataclasses.replace(audit, rare=None, holdout=None)
     empty = bare.rare_values()
     assert empty.empty and empty.columns.tolist() == ["column", "kind", "n_rare", "n_leaked", "rows"]
-    assert "rare_value_leakage" not in bare.summary(n_bootstrap=0)
+    assert "rare_value_leakage" not in bare.summary(n_bootstrap=0).to_dict()
     half = dataclasses.replace(audit, holdout=dataclasses.replace(audit.holdout, rare=None))
-    s = half.summary(n_bootstrap=0)
+    s = half.summary(n_bootstrap=0).to_dict()
     assert s["rare_value_leakage"] == 0.75 and "holdout_rare_value_leakage" not in s
     assert "n_in_holdout" not in s["rare_values"] and "excess_rare_value_leakage" not in s
     assert "holdout_n_leaked" not in half.rare_values()
 
 
 def test_save_writes_the_four_files(audit, tmp_path) -> None:
-    summary = audit.save(tmp_path, extra={"run": "test"}, n_bootstrap=0)
+    summary = audit.save(tmp_path, seconds=1.5, n_bootstrap=0)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "rare_values.csv",
         "records.csv",
         "replicas.csv",
         "summary.json",
     ]
-    assert json.loads((tmp_path / "summary.json").read_text())["run"] == "test" == summary["run"]
+    written = json.loads((tmp_path / "summary.json").read_text())
+    assert written["seconds"] == 1.5 == summary.seconds and list(written)[-1] == "seconds"
+    assert written == json.loads(dumps_json(summary.to_dict()))
     rare = pd.read_csv(tmp_path / "rare_values.csv")
     assert rare["rows"].tolist() == [3, 0, 2] and rare["holdout_rows"].tolist() == [1, 0, 0]
     records = pd.read_csv(tmp_path / "records.csv")
@@ -107,7 +110,7 @@ def test_undefined_ratio_warnings_word_the_cause_and_the_rate() -> None:
     assert res.warnings() == [
         f"{head}, while the exact-copy rate is 75.00%; pass duplicates='replica' to count exact copies as replicas"
     ]
-    assert res.summary(n_bootstrap=0)["n_undefined_ratio"] == 2
+    assert res.summary(n_bootstrap=0).to_dict()["n_undefined_ratio"] == 2
     try:  # under a command with --duplicates replica the flag is named; without it no advice is given
         set_option_lookup(lambda flag, value: (flag, value) == ("--duplicates", "replica"))
         assert res.warnings()[0].endswith("75.00%; pass --duplicates replica to count exact copies as replicas")
@@ -187,7 +190,7 @@ def test_no_replicas_gives_undefined_concentration_without_numpy_warnings() -> N
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # 0/0 shares and Gini are NaN by rule, not by a numpy warning
         tail = res.heavy_tail()
-        res.summary(n_bootstrap=0)
+        res.summary(n_bootstrap=0).to_dict()
     assert list(tail) == ["n_records_with_replicas", "top_1pct_share", "top_10pct_share", "gini"]
     assert tail["n_records_with_replicas"] == 0 and all(
         np.isnan(v) for k, v in tail.items() if k != "n_records_with_replicas"
@@ -224,7 +227,7 @@ def test_holdout_is_scored_with_the_same_options_and_named_holdout() -> None:
     odd = pd.concat([HOLD, _rows((np.nan, 0, "a"), (2, 0, "z"))], ignore_index=True).assign(extra=0)
     res = det.score(SYN.assign(extra=0), holdout=odd, nan="drop", unseen="drop", extra="ignore")
     assert res.holdout.table["synthetic_row"].tolist() == [0, 1, 2]  # the NaN and unseen rows dropped
-    assert res.summary(n_bootstrap=0)["distance"] == "fang2024"
+    assert res.summary(n_bootstrap=0).to_dict()["distance"] == "fang2024"
     with pytest.raises(SchemaError, match=r"^holdout table: column 'k'"):
         det.score(SYN, holdout=_rows((2, 0, "z")))
 

@@ -55,11 +55,11 @@ def test_summary_interval_arguments_name_the_option():
     res = _result([2, 1], n_train=10)
     for bad in (0.0, 1.0, -0.5):
         with pytest.raises(ParameterError, match=r"^confidence must"):
-            res.summary(confidence=bad)
+            res.summary(confidence=bad).to_dict()
     with pytest.raises(ParameterError, match=r"^n_bootstrap"):
-        res.summary(n_bootstrap=-1)
-    assert res.summary(n_bootstrap=0)["memorization_rate_ci"] == [None, None] or all(
-        math.isnan(x) for x in res.summary(n_bootstrap=0)["memorization_rate_ci"]
+        res.summary(n_bootstrap=-1).to_dict()
+    assert res.summary(n_bootstrap=0).to_dict()["memorization_rate_ci"] == [None, None] or all(
+        math.isnan(x) for x in res.summary(n_bootstrap=0).to_dict()["memorization_rate_ci"]
     )  # no resamples: no interval
 
 
@@ -68,14 +68,14 @@ def test_summary_resamples_synthetic_and_holdout_independently_and_by_seed():
     counts = np.bincount(rng.integers(0, 50, 90), minlength=50).tolist()  # 90 replicas, 210 other rows
     res = _result(counts, n_train=60, n_other=210)
     same = ReplicaResult(res.table, 60, 1 / 3, "gower", holdout=_result(counts, n_train=60, n_other=210))
-    s = same.summary()
+    s = same.summary().to_dict()
     lo, hi = s["excess_memorization_ci"]
     assert hi - lo > 0.05  # two independent resamplings of identical rows still differ
     assert s["holdout_mem_auc"] == same.holdout.mem_auc
-    other = same.summary(random_state=1)
+    other = same.summary(random_state=1).to_dict()
     for key in ("memorization_rate_ci", "holdout_memorization_rate_ci"):
         assert other[key] != s[key], key  # the seed drives both resamplings
-    half = same.summary(confidence=0.5)
+    half = same.summary(confidence=0.5).to_dict()
     for key in ("memorization_rate_ci", "holdout_memorization_rate_ci"):
         assert half[key][1] - half[key][0] < s[key][1] - s[key][0], key
 

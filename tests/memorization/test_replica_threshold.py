@@ -101,7 +101,7 @@ def test_flags_counts_and_summary_equal_the_independent_count(distance: str) -> 
     assert res.table.is_replica.tolist() == flags.tolist()
     assert res.record_counts.tolist() == counts.tolist()
     assert res.records().replica_count.tolist() == counts.tolist()
-    s = res.summary()
+    s = res.summary().to_dict()
     assert s["n_replicas"] == int(flags.sum()) == 4
     assert s["memorization_rate"] == pytest.approx(flags.mean())
     assert s["n_nan_ratio"] == 1
@@ -118,7 +118,7 @@ def test_threshold_is_strict_for_any_value() -> None:
     res = ReplicaDetector("gower", threshold=0.25).fit(train, SCHEMA).score(syn)
     assert res.table.ratio.iloc[5] == 0.25
     assert res.table.is_replica.tolist() == [False, False, True, True, False, False, False, True]
-    assert res.summary()["n_replicas"] == 3
+    assert res.summary().to_dict()["n_replicas"] == 3
     assert res.record_counts.tolist() == [1, 0, 2, 0, 0, 0, 0, 0]
 
 

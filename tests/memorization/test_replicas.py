@@ -239,7 +239,7 @@ def test_aggregates_match_definitions() -> None:
     assert (res.record_counts == counts).all()
     np.testing.assert_allclose(res.record_mem_auc, share)
     assert res.record_mem_auc.sum() == pytest.approx(res.mem_auc)
-    assert res.summary()["n_replicas"] == counts.sum()
+    assert res.summary().to_dict()["n_replicas"] == counts.sum()
     assert t.is_replica.tolist() == [bool(x < 1 / 3) if not np.isnan(x) else False for x in r]
     recs = res.records()
     assert list(recs.columns) == ["train_row", "replica_count", "mem_auc"] and len(recs) == len(train)
@@ -268,7 +268,7 @@ def test_holdout_baseline_and_excess() -> None:
     train, syn = random_tables(6, 300, 200)
     holdout, _ = random_tables(7, 150, 10)
     res = ReplicaDetector("gower").fit(train, SCHEMA).score(syn, holdout=holdout, unseen="mismatch")
-    s = res.summary()
+    s = res.summary().to_dict()
     assert s["holdout_memorization_rate"] == res.holdout.memorization_rate
     assert s["excess_memorization"] == pytest.approx(res.memorization_rate - res.holdout.memorization_rate)
     for key in ["n_train", "n_synthetic", "distance", "threshold", "memorization_rate", "mem_auc", "mem_auc_trapz10"]:
@@ -317,9 +317,9 @@ def test_summary_intervals_cover_and_are_reproducible() -> None:
     train, syn = random_tables(6, 300, 200)
     holdout, _ = random_tables(7, 150, 10)
     res = ReplicaDetector("gower").fit(train, SCHEMA).score(syn, holdout=holdout, unseen="mismatch")
-    s = res.summary()
-    assert s == res.summary()  # same seed, same intervals
-    assert res.summary(random_state=1)["excess_memorization_ci"] != s["excess_memorization_ci"]
+    s = res.summary().to_dict()
+    assert s == res.summary().to_dict()  # same seed, same intervals
+    assert res.summary(random_state=1).to_dict()["excess_memorization_ci"] != s["excess_memorization_ci"]
     for key, value in [
         ("memorization_rate_ci", s["memorization_rate"]),
         ("holdout_memorization_rate_ci", s["holdout_memorization_rate"]),
@@ -336,7 +336,7 @@ def test_summary_intervals_cover_and_are_reproducible() -> None:
     half_diff = 1.96 * math.sqrt(p * (1 - p) / n + ph * (1 - ph) / nh)
     assert s["excess_memorization_ci"][1] - s["excess_memorization_ci"][0] == pytest.approx(2 * half_diff, rel=0.15)
     assert s["confidence"] == 0.95 and s["n_bootstrap"] == 2000
-    narrow = res.summary(confidence=0.5)["excess_memorization_ci"]
+    narrow = res.summary(confidence=0.5).to_dict()["excess_memorization_ci"]
     assert narrow[1] - narrow[0] < s["excess_memorization_ci"][1] - s["excess_memorization_ci"][0]
 
 
@@ -345,9 +345,11 @@ def test_summary_interval_arguments_are_checked() -> None:
 
     train, syn = random_tables(6, 50, 20)
     res = ReplicaDetector("gower").fit(train, SCHEMA).score(syn)
-    assert "excess_memorization_ci" not in res.summary()  # no holdout, no excess
+    assert "excess_memorization_ci" not in res.summary().to_dict()  # no holdout, no excess
     with pytest.raises(ParameterError, match="confidence"):
-        res.summary(confidence=1.0)
+        res.summary(confidence=1.0).to_dict()
     with pytest.raises(ParameterError, match="n_bootstrap"):
-        res.summary(n_bootstrap=-1)
-    assert all(np.isnan(v) for v in res.summary(n_bootstrap=0)["memorization_rate_ci"])  # no resamples, no interval
+        res.summary(n_bootstrap=-1).to_dict()
+    assert all(
+        np.isnan(v) for v in res.summary(n_bootstrap=0).to_dict()["memorization_rate_ci"]
+    )  # no resamples, no interval

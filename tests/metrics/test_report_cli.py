@@ -62,7 +62,7 @@ def test_quality_report_summary_skips_with_reasons_and_does_not_touch_global_rng
     state = np.random.get_state()[1].copy()  # noqa: NPY002 (checking the legacy global RNG is untouched)
     rep = quality_report(real, syn, SCHEMA, mle_grid="tiny")
     assert np.array_equal(np.random.get_state()[1], state)  # noqa: NPY002
-    s = rep.summary()
+    s = rep.summary().to_dict()
     assert set(SUMMARY_KEYS) <= set(s)
     assert s["mle"] is None and "test" in s["skipped"]["mle"]
     assert s["dcr_share"] is None and "holdout" in s["skipped"]["dcr_share"]
@@ -77,8 +77,8 @@ def test_quality_report_summary_skips_with_reasons_and_does_not_touch_global_rng
 
 def test_quality_report_full_run_is_deterministic():
     real, syn, test = _table(200, 6), _table(200, 7), _table(200, 8)
-    a = quality_report(real, syn, SCHEMA, test=test, holdout=test, mle_grid="tiny").summary()
-    b = quality_report(real, syn, SCHEMA, test=test, holdout=test, mle_grid="tiny").summary()
+    a = quality_report(real, syn, SCHEMA, test=test, holdout=test, mle_grid="tiny").summary().to_dict()
+    b = quality_report(real, syn, SCHEMA, test=test, holdout=test, mle_grid="tiny").summary().to_dict()
     assert not a["skipped"]
     for k in SUMMARY_KEYS:
         assert a[k] == b[k], k
@@ -148,7 +148,7 @@ def test_quality_report_on_diabetes_like_the_demo():
     syn = ds.train.sample(len(ds.train), replace=True, random_state=1).reset_index(drop=True)
     syn["bmi"] = syn["bmi"] + rng.normal(0, 0.01, len(syn))
     rep = quality_report(ds.train, syn, ds.schema, test=ds.test, holdout=ds.test, mle_grid="tiny")
-    s = rep.summary()
+    s = rep.summary().to_dict()
     assert not s["skipped"], s["skipped"]
     assert s["details"]["mle"]["score"] == "rmse" and s["goals"]["mle"] == "minimize"
     assert s["dcr_share"] > 0.9  # resampled training rows sit on their sources
@@ -182,7 +182,7 @@ def test_single_kind_tables_run_every_metric(kind):
         schema = Schema(("city", "label"), (), ("city", "label"), "label", "binclass")
     real, syn, test = df.iloc[:60], df.iloc[60:110], df.iloc[110:]
     rep = quality_report(real, syn, schema, test=test, holdout=test, mle_grid="tiny")
-    s = rep.summary()
+    s = rep.summary().to_dict()
     assert not s["skipped"], s["skipped"]
     assert all(s[k] is not None for k in SUMMARY_KEYS)
 

@@ -16,6 +16,7 @@ from tabmem.errors import ParameterError, TabmemError
 from tabmem.generators import get_generator, load_generator
 from tabmem.memorization.tracker import MemorizationTracker
 from tabmem.mitigation import DynamicCut, Ranking, rank_records, retrain_table
+from tabmem.mitigation.summary import DynamicCutSummary
 from tabmem.runs.dynamiccut import SUMMARY_KEYS, dynamiccut_to_dir
 
 EPOCHS = 6
@@ -92,8 +93,8 @@ def test_dynamiccut_warmup_is_the_start_of_the_full_schedule_and_retrain_is_from
     for a, b in zip(dc.generator_.model_.parameters(), direct.model_.parameters()):
         assert torch.equal(a, b)
     rep = dc.evaluate(hold, quality=False)
-    assert rep["n_pruned"] == 6 and rep["n_synthetic"] == 60
-    assert 0 <= rep["memorization_rate"] <= 1 and "excess_memorization" in rep
+    assert rep.n_pruned == 6 and rep.n_synthetic == 60
+    assert 0 <= rep.memorization_rate <= 1 and "excess_memorization" in rep.to_dict()
 
 
 def test_random_control_and_given_ranking_skip_the_warmup(data):
@@ -161,10 +162,10 @@ def test_directory_layout_and_summary_contract(data, tmp_path):
     assert {"shape", "trend", "mle"} <= set(written["quality"])
     ranking = pd.read_csv(out / "ranking.csv")
     assert list(ranking.columns) == ["train_row", "score", "rank", "pruned"] and ranking.pruned.sum() == 6
-    assert s["n_pruned"] == 6 and s["n_retrain"] == 54 + int(0.3 * 54) and s["n_train"] == 60
-    assert load_generator(out / "retrain" / "model.pt").n_train_ == s["n_retrain"]
+    assert s.n_pruned == 6 and s.n_retrain == 54 + int(0.3 * 54) and s.n_train == 60
+    assert load_generator(out / "retrain" / "model.pt").n_train_ == s.n_retrain
     assert len(pd.read_csv(out / "synthetic.csv")) == 60
-    assert s["ranking_source"] == "warmup" and s["prune_by"] == "intensity" and s["mix"] == "tabcutmix"
+    assert s.ranking_source == "warmup" and s.prune_by == "intensity" and s.mix == "tabcutmix"
     # pruned rows are those of the saved ranking's top ceil(p N)
     np.testing.assert_array_equal(np.flatnonzero(ranking.pruned), Ranking.load(out / "ranking.csv").top(0.1))
     # the memorization rate is measured against the original 60 rows; vs pruned, against the 54 kept
@@ -177,7 +178,7 @@ def test_given_ranking_file_skips_warmup_and_foreign_file_is_refused(data, tmp_p
     df, schema, hold = data
     _run(df, schema, hold, tmp_path / "a")
     s = _run(df, schema, hold, tmp_path / "b", ranking=tmp_path / "a" / "ranking.csv", model="tabddpm")
-    assert not (tmp_path / "b" / "warmup").exists() and s["ranking_source"].endswith("ranking.csv")
+    assert not (tmp_path / "b" / "warmup").exists() and s.ranking_source.endswith("ranking.csv")
     other, _ = mixed_table(n=60, seed=9)
     with pytest.raises(TabmemError, match="another training table"):
         _run(other, schema, hold, tmp_path / "c", ranking=tmp_path / "a" / "ranking.csv")
@@ -230,10 +231,10 @@ def test_resume_after_a_kill_between_stages_and_during_retraining(data, tmp_path
         _run(df, schema, hold, tmp_path / "k2", resume=True, prune=0.2)
 
 
-def _same(a: dict, b: dict) -> None:
+def _same(a: DynamicCutSummary, b: DynamicCutSummary) -> None:
     for k in ("memorization_rate", "memorization_rate_vs_pruned", "holdout_memorization_rate", "mem_auc", "n_pruned"):
-        assert a[k] == b[k], k
-    assert a["quality"]["shape"] == b["quality"]["shape"]
+        assert getattr(a, k) == getattr(b, k), k
+    assert a.quality is not None and b.quality is not None and a.quality.shape == b.quality.shape
 
 
 def test_stop_at_epoch_keeps_the_full_schedule_and_a_resume_past_it_trains_nothing(data, tmp_path):
@@ -258,8 +259,8 @@ def test_report_without_holdout_keeps_the_keys_as_null(data):
 
     df, schema, hold = data
     rep = mitigation_report(hold, df, schema, pruned_rows=np.arange(3), quality=False)
-    assert rep["holdout_memorization_rate"] is None and rep["excess_memorization"] is None
-    assert rep["n_pruned"] == 3 and rep["memorization_rate_vs_pruned"] is not None
+    assert rep.holdout_memorization_rate is None and rep.excess_memorization is None
+    assert rep.n_pruned == 3 and rep.memorization_rate_vs_pruned is not None
 
 
 def test_bootstrap_interval_of_the_excess_matches_naive_resampling():

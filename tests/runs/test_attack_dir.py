@@ -191,9 +191,11 @@ def test_dp_generator_audited_bound_does_not_exceed_its_claim(tmp_path):
         params=params,
         n_bootstrap=0,
     )
-    p = dp["_privacy"]
-    assert p["claimed_epsilon"] == 1.0 and p["delta"] == pytest.approx(1 / 1200)  # the generator's default δ
-    assert p["epsilon_lower_bound"] <= 1.0 and p["exceeds_claim"] is False
+    p = dp.privacy
+    assert (
+        p is not None and p.claimed_epsilon == 1.0 and p.delta == pytest.approx(1 / 1200)
+    )  # the generator's default δ
+    assert p.epsilon_lower_bound <= 1.0 and p.exceeds_claim is False
     leak = attack_to_dir(
         members,
         non_members,
@@ -204,7 +206,7 @@ def test_dp_generator_audited_bound_does_not_exceed_its_claim(tmp_path):
         params=params,
         n_bootstrap=0,
     )
-    assert leak["_privacy"]["epsilon_lower_bound"] > 1.0 and leak["_privacy"]["exceeds_claim"] is True
+    assert leak.privacy is not None and leak.privacy.epsilon_lower_bound > 1.0 and leak.privacy.exceeds_claim is True
 
 
 def test_cli_claimed_epsilon_of_an_external_generator(files, tmp_path, capsys):

@@ -13,6 +13,7 @@ FPR and empirical ε lower bounds.
 from tabmem.attacks.base import ATTACKS, Attack, check_attack_names, get_attack, register_attack
 from tabmem.attacks.evaluation import MembershipResult, evaluate_membership, top_k_worst_case, worst_case_records
 from tabmem.attacks.shadows import ShadowSet
+from tabmem.attacks.summary import AttackSummary
 
 # attack modules (one import line each; importing registers them)
 from tabmem.attacks import levatt  # noqa: E402,F401  isort: skip
@@ -25,6 +26,7 @@ from tabmem.attacks import groundhog  # noqa: E402,F401  isort: skip
 __all__ = [
     "ATTACKS",
     "Attack",
+    "AttackSummary",
     "check_attack_names",
     "MembershipResult",
     "ShadowSet",

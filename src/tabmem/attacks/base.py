@@ -17,6 +17,20 @@ Capabilities are class attributes, so runners never test attack names:
   (``"online"``: targets in half of the shadows; ``"offline"``: in none). Such attacks implement
   ``_fit_shadows(synthetic, schema, reference, shadows)`` instead of ``_fit``.
 
+What the tools around the attacks need to know is also a class attribute, so that adding an
+attack means adding its module only:
+
+* ``display_name``: its name in reports and tables (``short_name``: in ``tabmem demo``'s terse table);
+* ``distance_description``: for an attack whose score is minus a distance to the closest
+  synthetic row, what that distance is (the report plots the members' and non-members' distances);
+* ``run_options`` / ``statistic_options``: which run-wide options of ``tabmem attack``
+  (``serializer``, ``distance``, ``n_jobs``) its constructor takes, directly or in
+  ``statistic_params`` (shadow-model attacks): :meth:`Attack.run_params`;
+* ``cost_unit`` and ``cost_factor``: the cost model of ``tabmem run --dry-run``
+  (:func:`tabmem.studies.estimate.attack_seconds`): ``"search"`` (a neighbour search of the
+  targets among the synthetic rows) or ``"edit_distance"`` (target x synthetic row x column
+  edit-distance cells), ``cost_factor`` times.
+
 Tables may be pandas DataFrames or :class:`~tabmem.data.schema.ValidatedTable` objects; a
 validated table is not validated again.
 """
@@ -24,8 +38,8 @@ validated table is not validated again.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
-from typing import ClassVar
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -47,6 +61,39 @@ class Attack(Params):
     supports_nan: ClassVar[bool] = True
     needs_shadows: ClassVar[bool] = False
     shadow_designs: ClassVar[tuple[str, ...]] = ()
+    #: name in reports and tables (None: the registered name)
+    display_name: ClassVar[str | None] = None
+    #: name in ``tabmem demo``'s terse table (None: the registered name)
+    short_name: ClassVar[str | None] = None
+    #: what the distance is, for attacks whose score is minus a distance to the closest synthetic row
+    distance_description: ClassVar[str | None] = None
+    #: run-wide options (``serializer``, ``distance``, ``n_jobs``) passed to the constructor by ``tabmem attack``
+    run_options: ClassVar[tuple[str, ...]] = ()
+    #: run-wide options passed in ``statistic_params`` (shadow-model attacks)
+    statistic_options: ClassVar[tuple[str, ...]] = ()
+    #: cost model of ``--dry-run``: ``"search"`` or ``"edit_distance"``, ``cost_factor`` times
+    cost_unit: ClassVar[str] = "search"
+    cost_factor: ClassVar[float] = 1.0
+
+    @classmethod
+    def label(cls) -> str:
+        """The attack's name in reports (``display_name``, else its registered name)."""
+        return cls.display_name or cls.name
+
+    @classmethod
+    def terse_label(cls) -> str:
+        """The attack's name in ``tabmem demo``'s table (``short_name``, else its registered name)."""
+        return cls.short_name or cls.name
+
+    @classmethod
+    def run_params(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The constructor arguments of ``tabmem attack``'s run-wide ``options`` (``serializer``, ``distance``,
+        ``n_jobs``) that this attack takes: ``statistic_params`` first, then ``run_options``."""
+        params: dict[str, Any] = {}
+        if cls.statistic_options:
+            params["statistic_params"] = {k: options[k] for k in cls.statistic_options}
+        params.update({k: options[k] for k in cls.run_options})
+        return params
 
     @classmethod
     def accepts_nan_policy(cls) -> bool:

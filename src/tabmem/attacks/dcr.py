@@ -36,6 +36,11 @@ def validate_targets(index: NeighborIndex, targets: Table, nan: str) -> Validate
 class DCR(Attack):
     """Minus the distance to the closest synthetic row (exact, blocked)."""
 
+    display_name = "DCR"
+    short_name = "DCR"
+    distance_description = "distance to the closest synthetic row"
+    run_options = ("distance", "n_jobs")
+
     def __init__(self, distance: str = "l2", nan: str = "error", n_jobs: int | None = 2) -> None:
         self.distance = distance
         self.nan = nan

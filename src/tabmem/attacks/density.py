@@ -170,6 +170,9 @@ def _mean_std(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class DensityAttack(Attack):
     """Log density of a Gaussian KDE of the synthetic rows at the target (see module docstring)."""
 
+    display_name = "density (KDE)"
+    short_name = "density"
+
     supports_nan = False
 
     def __init__(
@@ -205,6 +208,10 @@ class DensityAttack(Attack):
 @register_attack("domias")
 class DOMIAS(DensityAttack):
     """``log p_S(x) - log p_R(x)``: synthetic-vs-reference density ratio (van Breugel et al. 2023)."""
+
+    display_name = "DOMIAS"
+    short_name = None  # its registered name
+    cost_factor = 2.0  # two densities
 
     needs_reference = True
 

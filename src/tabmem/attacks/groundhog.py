@@ -100,6 +100,8 @@ def ridge_dual_scores(x: np.ndarray, y: np.ndarray, z: np.ndarray, alpha: float)
 class Groundhog(Attack):
     """Per-target classifier on features of shadow synthetic tables (module docstring)."""
 
+    display_name = "Groundhog"
+
     needs_shadows: ClassVar[bool] = True
     shadow_designs: ClassVar[tuple[str, ...]] = ("online",)
     supports_nan: ClassVar[bool] = False

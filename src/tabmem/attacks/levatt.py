@@ -43,6 +43,12 @@ class LevAtt(Attack):
         Longest row string accepted (characters).
     """
 
+    display_name = "LevAtt"
+    short_name = "LevAtt"
+    distance_description = "edit distance to the closest synthetic row string"
+    run_options = ("serializer", "n_jobs")
+    cost_unit = "edit_distance"
+
     def __init__(
         self,
         serializer: str | RowSerializer = "canonical",

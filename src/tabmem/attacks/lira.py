@@ -117,6 +117,10 @@ def lira_scores(
 class LiRA(Attack):
     """Likelihood-ratio attack from shadow generators (module docstring)."""
 
+    display_name = "LiRA"
+    run_options = ("n_jobs",)
+    statistic_options = ("distance",)
+
     needs_shadows: ClassVar[bool] = True
     #: shadow designs this attack can use
     shadow_designs: ClassVar[tuple[str, ...]] = ("online",)
@@ -214,6 +218,8 @@ def _auto_eps(d_obs: np.ndarray, d_sh: np.ndarray) -> float:
 class LiRAOffline(LiRA):
     """Offline LiRA (only "out" shadows) with the DCR statistic."""
 
+    display_name = "LiRA (offline)"
+
     shadow_designs = ("online", "offline")
     default_mode = "offline"
 
@@ -222,11 +228,18 @@ class LiRAOffline(LiRA):
 class LiRALevAtt(LiRA):
     """Online LiRA with LevAtt's edit distance as the statistic."""
 
+    display_name = "LiRA (LevAtt statistic)"
+    statistic_options = ("serializer",)
+
     default_statistic = "levatt"
 
 
 @register_attack("lira_domias")
 class LiRADOMIAS(LiRA):
     """Online LiRA with the DOMIAS density ratio as the statistic (reference: the population)."""
+
+    display_name = "LiRA (DOMIAS statistic)"
+    run_options = ()  # tabmem attack passes it no run-wide option
+    statistic_options = ()
 
     default_statistic = "domias"

@@ -32,6 +32,10 @@ from tabmem.neighbors.distances import Distance, Queries
 class MonteCarlo(Attack):
     """Fraction of synthetic rows within ``epsilon`` of the target (see module docstring)."""
 
+    display_name = "Monte Carlo"
+    short_name = "Monte Carlo"
+    run_options = ("distance", "n_jobs")
+
     def __init__(
         self,
         distance: str = "l2",

@@ -29,6 +29,7 @@ from tabmem.attacks.evaluation import (
     rank_infinite,
 )
 from tabmem.attacks.shadows import ShadowSet
+from tabmem.attacks.summary import AttackMeta, AttackRecord, AttackSummary
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
 from tabmem.errors import TabmemError
 
@@ -75,29 +76,32 @@ class AttackReport:
             return pd.DataFrame({"attack": pd.Series(dtype=str), "fpr": [], "tpr": [], "threshold": []})
         return pd.concat(parts, ignore_index=True)
 
-    def summary(self) -> dict[str, Any]:
-        """``{attack: {"auc", "auc_ci", "tpr_at_fpr", ...}}`` plus ``"_meta"`` (sizes, overlap, skipped attacks)."""
-        out: dict[str, Any] = {name: {**r.to_dict(), **self.audit.get(name, {})} for name, r in self.results.items()}
-        any_r = next(iter(self.results.values()), None)
-        out["_meta"] = {
-            "n_members": any_r.n_members if any_r else None,
-            "n_non_members": any_r.n_non_members if any_r else None,
-            "n_member_rows_also_in_non_members": self.n_overlap,
-            "min_resolved_fpr": any_r.min_resolved_fpr if any_r else None,
-            "skipped": self.skipped,
-            "warnings": list(self.warnings),
-            "target_row": "position in members followed by non-members",
-            "config": self.config,
+    def summary(self) -> AttackSummary:
+        """The :class:`~tabmem.attacks.summary.AttackSummary`: per-attack records (AUC, TPR@FPR, the auditor's
+        numbers) and the run's metadata (sizes, overlap, skipped attacks); ``.to_dict()`` is ``summary.json``."""
+        records = {
+            name: AttackRecord.from_dict({**r.to_dict(), **self.audit.get(name, {})})
+            for name, r in self.results.items()
         }
-        if self.schema is not None:
-            out["_meta"]["schema"] = self.schema.to_dict()
-        return out
+        any_r = next(iter(self.results.values()), None)
+        meta = AttackMeta(
+            n_members=any_r.n_members if any_r else None,
+            n_non_members=any_r.n_non_members if any_r else None,
+            n_member_rows_also_in_non_members=self.n_overlap,
+            min_resolved_fpr=any_r.min_resolved_fpr if any_r else None,
+            skipped=self.skipped,
+            warnings=list(self.warnings),
+            target_row="position in members followed by non-members",
+            config=self.config,
+            schema=self.schema.to_dict() if self.schema is not None else None,
+        )
+        return AttackSummary(attacks=records, meta=meta)
 
-    def save(self, out_dir: str | Path) -> dict[str, Any]:
+    def save(self, out_dir: str | Path) -> AttackSummary:
         """Write the ``tabmem attack`` layout into ``out_dir`` (summary.json, scores.csv, risk.csv, roc.csv); returns the summary."""
         out = Path(out_dir)
         summary = self.summary()
-        write_json(out / "summary.json", summary)
+        write_json(out / "summary.json", summary.to_dict())
         write_frame(out / "scores.csv", self.scores)
         write_frame(out / "risk.csv", self.risk())
         write_frame(out / "roc.csv", self.roc())

@@ -11,6 +11,8 @@ resumable). A thin shell over :func:`tabmem.runs.attack.attack_to_dir`, which wr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from tabmem.cli._options import (
@@ -40,6 +42,9 @@ from tabmem.cli._options import (
     threads_option,
 )
 from tabmem.errors import TabmemError
+
+if TYPE_CHECKING:
+    from tabmem.attacks.summary import PrivacyHeadline
 
 
 @click.command("attack")
@@ -159,14 +164,15 @@ def attack(
     from rich.table import Table
 
     from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
-    from tabmem.attacks import check_attack_names
+    from tabmem.attacks import ATTACKS, check_attack_names
     from tabmem.data.serialization import SERIALIZERS
     from tabmem.runs.attack import attack_to_dir
     from tabmem.runs.pool import check_pool
 
     check_pool(executor, address)
     names = check_attack_names(column_names(attacks), "--attacks")
-    if "levatt" in names and serializer not in SERIALIZERS.names():
+    takes_serializer = any("serializer" in ATTACKS[a].run_options + ATTACKS[a].statistic_options for a in names)
+    if takes_serializer and serializer not in SERIALIZERS.names():
         raise TabmemError(
             f"--serializer: unknown serializer {serializer!r}; available: {', '.join(SERIALIZERS.names())}"
         )
@@ -186,15 +192,9 @@ def attack(
         1,
         f"each in neighbour searches, {density_threads} thread{'s' if density_threads != 1 else ''} for densities",
     )
-    dcr_like = {"distance": distance, "n_jobs": workers}
-    attack_params = {
-        "levatt": {"serializer": serializer, "n_jobs": workers},
-        "dcr": dcr_like,
-        "mc": dcr_like,
-        "lira": {"statistic_params": {"distance": distance}, "n_jobs": workers},
-        "lira_offline": {"statistic_params": {"distance": distance}, "n_jobs": workers},
-        "lira_levatt": {"statistic_params": {"serializer": serializer}, "n_jobs": workers},
-    }
+    # each attack takes the run-wide options its class lists (run_options, statistic_options)
+    options = {"serializer": serializer, "distance": distance, "n_jobs": workers}
+    attack_params = {a.name: p for a in ATTACKS.in_order() if (p := a.run_params(options))}
     console = Console()
     with limit_threads(density_threads):
         summary = attack_to_dir(
@@ -232,51 +232,49 @@ def attack(
     table = Table(title="Membership inference (higher AUC = more leakage; 0.5 = chance)")
     for col in ("attack", "AUC", "95% CI", "TPR@0.01", "TPR@0.1", "MIDST TPR@0.1 [exact CI]", "ε lower bound"):
         table.add_column(col)
-    resolved = summary["_meta"]["min_resolved_fpr"] or 0.0
-    for name, r in summary.items():
-        if name.startswith("_"):
-            continue
-        t, ci = r["tpr_at_fpr"], r["auc_ci"]
-        midst = r["midst_tpr_at_fpr"]["0.1"]
+    meta = summary.meta
+    resolved = meta.min_resolved_fpr or 0.0
+    for name, r in summary.attacks.items():
+        t, ci = r.tpr_at_fpr, r.auc_ci
+        midst = (r.midst_tpr_at_fpr or {})["0.1"]
         table.add_row(
             name,
-            f"{r['auc']:.3f}",
+            f"{r.auc:.3f}",
             "n/a" if ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
             *(f"{t[f]:.3f}" + ("*" if 0 < float(f) < resolved else "") for f in ("0.01", "0.1")),
             f"{midst['tpr']:.3f} [{midst['tpr_ci'][0]:.3f}, {midst['tpr_ci'][1]:.3f}]",
-            f"{r['epsilon_lower_bound']['epsilon']:.2f}",
+            f"{(r.epsilon_lower_bound or {})['epsilon']:.2f}",
         )
     console.print(table)
-    priv = _privacy_line(summary["_privacy"])
+    priv = _privacy_line(summary.privacy) if summary.privacy is not None else ""
     if priv:
         console.print(priv)
-    meta = summary["_meta"]
     if resolved:
         console.print(
-            f"smallest FPR that {meta['n_non_members']} non-member(s) resolve: {resolved:.4g}"
+            f"smallest FPR that {meta.n_non_members} non-member(s) resolve: {resolved:.4g}"
             + (" (* = below it: interpolated towards TPR@FPR=0, not measured)" if resolved > 0.01 else "")
         )
-    for name, why in meta["skipped"].items():
+    for name, why in meta.skipped.items():
         console.print(f"skipped {name}: {why}")
-    for message in meta.get("warnings", []):
+    for message in meta.warnings:
         echo_warning(message)
-    if meta["n_member_rows_also_in_non_members"]:
-        echo_warning(f"{meta['n_member_rows_also_in_non_members']} member row(s) also appear among the non-members")
+    if meta.n_member_rows_also_in_non_members:
+        echo_warning(f"{meta.n_member_rows_also_in_non_members} member row(s) also appear among the non-members")
     console.print(
         f"wrote {out / 'summary.json'}, {out / 'scores.csv'}, {out / 'risk.csv'} (records by strongest evidence) "
         f"and {out / 'roc.csv'}"
     )
 
 
-def _privacy_line(p: dict) -> str:
+def _privacy_line(p: PrivacyHeadline) -> str:
     """One line: the audited ε lower bound (best attack), next to the claimed ε when there is one."""
-    if p.get("attack") is None:
+    if p.attack is None:
         return ""
     line = (
-        f"empirical ε lower bound {p['epsilon_lower_bound']:.2f} at δ={p['delta']:.2g} ({p['attack']}; holds with "
-        f"probability {p['confidence']:.2f} over all attacks)"
+        f"empirical ε lower bound {p.epsilon_lower_bound:.2f} at δ={p.delta:.2g} ({p.attack}; holds with "
+        f"probability {p.confidence:.2f} over all attacks)"
     )
-    if p.get("claimed_epsilon") is not None:
-        verdict = "EXCEEDS the claim: the DP training is broken" if p["exceeds_claim"] else "consistent with the claim"
-        line += f"; claimed ε = {p['claimed_epsilon']}: {verdict}"
+    if p.claimed_epsilon is not None:
+        verdict = "EXCEEDS the claim: the DP training is broken" if p.exceeds_claim else "consistent with the claim"
+        line += f"; claimed ε = {p.claimed_epsilon}: {verdict}"
     return line

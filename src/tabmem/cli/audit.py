@@ -37,6 +37,7 @@ from tabmem.cli._options import (
 from tabmem.errors import TabmemError
 from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import DUPLICATES, ReplicaDetector, ReplicaResult
+from tabmem.memorization.summary import AuditSummary, DistanceEvidence
 
 PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
 
@@ -58,29 +59,31 @@ def run_with_progress(console: Console, total_rows: int, cells: float, fn):
         return fn(lambda n: progress.advance(task, n))
 
 
-def summary_table(summary: dict, title: str = "Replica audit") -> Table:
+def summary_table(summary: AuditSummary, title: str = "Replica audit") -> Table:
     table = Table(title=title, show_header=True, header_style="bold")
     table.add_column("measure")
     table.add_column("value", justify="right")
     rows = [
-        ("training rows", f"{summary['n_train']:,}"),
-        ("synthetic rows", f"{summary['n_synthetic']:,}"),
-        ("distance / threshold", f"{summary['distance']} / {summary['threshold']:.4g}"),
-        ("memorization rate", f"{100 * summary['memorization_rate']:.2f}%"),
-        ("Mem-AUC (exact, 1 - mean r)", f"{100 * summary['mem_auc']:.2f}%"),
-        ("Mem-AUC (papers' 10-point trapezoid)", f"{100 * summary['mem_auc_trapz10']:.2f}%"),
+        ("training rows", f"{summary.n_train:,}"),
+        ("synthetic rows", f"{summary.n_synthetic:,}"),
+        ("distance / threshold", f"{summary.distance} / {summary.threshold:.4g}"),
+        ("memorization rate", f"{100 * summary.memorization_rate:.2f}%"),
+        ("Mem-AUC (exact, 1 - mean r)", f"{100 * summary.mem_auc:.2f}%"),
+        ("Mem-AUC (papers' 10-point trapezoid)", f"{100 * summary.mem_auc_trapz10:.2f}%"),
     ]
-    if "holdout_memorization_rate" in summary:
+    if summary.holdout_memorization_rate is not None and summary.excess_memorization is not None:
         rows += [
-            ("holdout rate (real unseen rows)", f"{100 * summary['holdout_memorization_rate']:.2f}%"),
-            ("excess memorization", f"{100 * summary['excess_memorization']:+.2f} points"),
+            ("holdout rate (real unseen rows)", f"{100 * summary.holdout_memorization_rate:.2f}%"),
+            ("excess memorization", f"{100 * summary.excess_memorization:+.2f} points"),
         ]
-    rows.append(("exact copies of training rows", _with_holdout(summary, "exact_copy_rate")))
-    if "rare_value_leakage" in summary:
-        k = summary["rare_values"]["k"]
+    rows.append(
+        ("exact copies of training rows", _with_holdout(summary.exact_copy_rate, summary.holdout_exact_copy_rate))
+    )
+    if summary.rare_value_leakage is not None and summary.rare_values is not None:
+        k = summary.rare_values.k
         label = "rows with a one-off training value" if k == 2 else f"rows with a training value in < {k} rows"
-        rows.append((label, _with_holdout(summary, "rare_value_leakage")))
-    auth = summary.get("authenticity") or {}
+        rows.append((label, _with_holdout(summary.rare_value_leakage, summary.holdout_rare_value_leakage)))
+    auth = summary.authenticity or {}
     if auth:
         rows.append(
             (
@@ -88,7 +91,7 @@ def summary_table(summary: dict, title: str = "Replica audit") -> Table:
                 f"{_pct(auth['synthetic_closer_share'])} (holdout {_pct(auth.get('holdout_closer_share', float('nan')))})",
             )
         )
-    copying = summary.get("data_copying")
+    copying = summary.evidence.data_copying if summary.evidence is not None else None
     if copying:
         rows.append(
             (
@@ -96,11 +99,12 @@ def summary_table(summary: dict, title: str = "Replica audit") -> Table:
                 f"Z = {copying['z']:.2f}, p = {copying['p_value']:.3g}, {len(copying['cells_flagged'])} cell(s) flagged",
             )
         )
-    tail = summary["heavy_tail"]
+    tail = summary.heavy_tail
+    gini = tail.gini
     rows += [
-        ("records with >= 1 replica", f"{tail['n_records_with_replicas']:,}"),
-        ("replicas owed to top 1% / 10% records", f"{_pct(tail['top_1pct_share'])} / {_pct(tail['top_10pct_share'])}"),
-        ("Gini of replica counts", "n/a" if tail["gini"] != tail["gini"] else f"{tail['gini']:.3f}"),
+        ("records with >= 1 replica", f"{tail.n_records_with_replicas:,}"),
+        ("replicas owed to top 1% / 10% records", f"{_pct(tail.top_1pct_share)} / {_pct(tail.top_10pct_share)}"),
+        ("Gini of replica counts", "n/a" if gini is None or gini != gini else f"{gini:.3f}"),
     ]
     for k, v in rows:
         table.add_row(k, v)
@@ -111,18 +115,23 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None or x != x else f"{100 * x:.1f}%"
 
 
-def _with_holdout(summary: dict, key: str) -> str:
-    value = summary.get(key)
+def _with_holdout(value: float | None, hold: float | None) -> str:
     text = "n/a" if value is None or value != value else f"{100 * value:.2f}%"
-    hold = summary.get(f"holdout_{key}")
     if hold is not None and hold == hold:
         text += f" (holdout {100 * hold:.2f}%)"
     return text
 
 
-def write_outputs(result: ReplicaResult, out: Path, extra: dict | None = None) -> dict:
+def write_outputs(
+    result: ReplicaResult,
+    out: Path,
+    *,
+    seconds: float | None = None,
+    schema: dict[str, Any] | None = None,
+    evidence: DistanceEvidence | None = None,
+) -> AuditSummary:
     """Write summary.json, replicas.csv, records.csv and rare_values.csv; return the summary (:meth:`ReplicaResult.save`)."""
-    return result.save(out, extra)
+    return result.save(out, seconds=seconds, schema=schema, evidence=evidence)
 
 
 @click.command()
@@ -234,9 +243,9 @@ def audit(
         detector, result, syn, hold, n_cells=min(copying_cells, len(train_df)), random_state=seed
     )
     elapsed = time.perf_counter() - t0
-    summary = write_outputs(result, out_dir, {"seconds": elapsed, "schema": schema.to_dict(), **evidence})
+    summary = write_outputs(result, out_dir, seconds=elapsed, schema=schema.to_dict(), evidence=evidence)
     console.print(summary_table(summary))
-    for message in summary["warnings"]:
+    for message in summary.warnings:
         echo_warning(message)
     console.print(
         f"[dim]{elapsed:.1f} s. Outputs: {out_dir}/summary.json, replicas.csv (one row per synthetic row), "

@@ -25,7 +25,14 @@ from tabmem._io import write_json
 from tabmem.cli._options import count_option, distance_option, epochs_option, prepare_out_dir, seed_option
 from tabmem.errors import TabmemError
 
-ATTACK_NAMES = {"levatt": "LevAtt", "dcr": "DCR", "mc": "Monte Carlo", "density": "density"}
+
+def _attack_name(name: str | None) -> str:
+    """An attack's name in the demo's table (its class's ``short_name``); "-" for none."""
+    if not name:
+        return "-"
+    from tabmem.attacks import ATTACKS
+
+    return ATTACKS[name].terse_label() if name in ATTACKS else name
 
 
 @click.command()
@@ -156,7 +163,7 @@ def headline_table(rows: list[dict[str, Any]]) -> Table:
     add("holdout baseline, %", num("holdout_pct", ".1f"))
     add("excess, points", num("excess_points", "+.1f"))
     add("  95% CI", ci("excess_ci_points", "+.1f"))
-    add("strongest attack", lambda r: ATTACK_NAMES.get(r.get("attack"), r.get("attack") or "-"))
+    add("strongest attack", lambda r: _attack_name(r.get("attack")))
     add("  AUC (chance 0.5)", num("attack_auc", ".3f"))
     add("  95% CI", ci("attack_auc_ci", ".3f"))
     add("  TPR at FPR 0.1", num("attack_tpr_at_fpr_0.1", ".3f"))
@@ -220,7 +227,7 @@ def verdict_lines(rows: list[dict[str, Any]], cells: list[Any]) -> list[str]:
         )
         if r.get("attack_auc") is not None:
             aci = r.get("attack_auc_ci")
-            att = ATTACK_NAMES.get(r["attack"], r["attack"])
+            att = _attack_name(r["attack"])
             text += (
                 f"; the strongest attack ({att}) reached AUC {r['attack_auc']:.3f}"
                 + _ci(aci, "{:.3f}")

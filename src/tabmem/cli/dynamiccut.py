@@ -35,7 +35,9 @@ from tabmem.cli._options import (
     torch_options,
     training_table_options,
 )
+from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
 from tabmem.mitigation.ranking import RANKING_METHODS
+from tabmem.mitigation.summary import DynamicCutSummary
 
 
 @click.command("dynamiccut")
@@ -187,22 +189,20 @@ def _num(v: Any) -> str:
     return "-" if v is None else f"{v:.4f}"
 
 
-def print_before_after(summary: dict[str, Any]) -> None:
+def print_before_after(summary: DynamicCutSummary) -> None:
     """A table of aggregates: warm-up model, baseline (if given) and the retrained model; no records."""
     from rich.console import Console
     from rich.table import Table
 
     columns: list[tuple[str, dict[str, Any]]] = []
-    warm = summary.get("warmup")
+    warm = summary.warmup
     if warm:
-        columns.append((f"warm-up ({warm.get('epochs')} ep.)", {**warm, "n_retrain": summary["n_train"]}))
-    if summary.get("baseline"):
-        columns.append(("before: no pruning", {**summary["baseline"], "n_retrain": summary["n_train"]}))
-    label = f"after: {summary['prune_by']} {100 * summary['prune']:.0f}%" + (
-        f" + {summary['mix']}" if summary.get("mix") else ""
-    )
-    columns.append((label, summary))
-    table = Table(title=f"memorization vs the original {summary['n_train']} training rows ({summary['distance']})")
+        columns.append((f"warm-up ({warm.get('epochs')} ep.)", {**warm, "n_retrain": summary.n_train}))
+    if summary.baseline is not None:
+        columns.append(("before: no pruning", {**summary.baseline.to_dict(), "n_retrain": summary.n_train}))
+    label = f"after: {summary.prune_by} {100 * summary.prune:.0f}%" + (f" + {summary.mix}" if summary.mix else "")
+    columns.append((label, summary.to_dict()))
+    table = Table(title=f"memorization vs the original {summary.n_train} training rows ({summary.distance})")
     table.add_column("")
     for name, _ in columns:
         table.add_column(name, justify="right")
@@ -223,10 +223,10 @@ def print_before_after(summary: dict[str, Any]) -> None:
 
 
 def _excess(s: dict[str, Any]) -> str:
-    v = s.get("excess_memorization")
+    v = s.get(EXCESS_MEMORIZATION)
     if v is None:
         return "-"
-    ci = s.get("excess_memorization_ci")
+    ci = s.get(EXCESS_MEMORIZATION_CI)
     text = f"{100 * v:+.2f} pts"
     if ci and ci[0] is not None:
         text += f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"

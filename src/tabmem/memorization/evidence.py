@@ -3,7 +3,8 @@
 :func:`distance_evidence` adds to an audit (a fitted :class:`ReplicaDetector` and the
 :class:`ReplicaResult` of a synthetic table, scored with a holdout) the data-copying test
 (:mod:`tabmem.memorization.copying`), authenticity, identical matches and NNDR
-(:mod:`tabmem.memorization.authenticity`). It returns the new ``summary.json`` keys.
+(:mod:`tabmem.memorization.authenticity`). It returns a
+:class:`~tabmem.memorization.summary.DistanceEvidence`: the new ``summary.json`` keys.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tabmem.memorization.authenticity import (
 )
 from tabmem.memorization.copying import DataCopyingTest
 from tabmem.memorization.replicas import ReplicaDetector, ReplicaResult
+from tabmem.memorization.summary import DistanceEvidence
 
 __all__ = ["distance_evidence"]
 
@@ -35,7 +37,7 @@ def distance_evidence(
     n_cells: int = 10,
     copying_distance: str | None = None,
     random_state: int | None = 0,
-) -> dict[str, Any]:
+) -> DistanceEvidence:
     """``data_copying`` (``None`` without a holdout), ``authenticity``, ``identical_matches`` and ``nndr``.
 
     ``detector`` is fitted on the training table (its validated rows are ``training_table_``);
@@ -62,7 +64,7 @@ def distance_evidence(
     out["nndr"]["distance"] = detector.distance
     if holdout is None or result.holdout is None or detector.nan != "error":
         out["data_copying"] = None  # needs a holdout, and complete rows (k-means cells)
-        return out
+        return DistanceEvidence.from_dict(out)
     test = DataCopyingTest(
         n_cells=min(n_cells, len(train)),
         distance=copying_distance or detector.distance,
@@ -73,7 +75,7 @@ def distance_evidence(
         "distance": copying_distance or detector.distance,
         **test.test(_clean(detector, synthetic, "synthetic"), _clean(detector, holdout, "holdout")).summary(),
     }
-    return out
+    return DistanceEvidence.from_dict(out)
 
 
 def _clean(detector: ReplicaDetector, table: Table, name: str) -> ValidatedTable:

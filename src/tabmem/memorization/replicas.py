@@ -33,6 +33,7 @@ from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, validate
 from tabmem.errors import NotFittedError, suggest
 from tabmem.memorization.copies import ExactCopies, RareValueCounts, RareValues
+from tabmem.memorization.summary import AuditSummary, DistanceEvidence, HeavyTail, RareValuesSummary
 from tabmem.memorization.uncertainty import proportion_ci, proportion_difference_ci
 from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET
 from tabmem.neighbors.distances import Distance
@@ -183,60 +184,63 @@ class ReplicaResult:
 
     def summary(
         self, *, n_bootstrap: int = N_BOOTSTRAP, confidence: float = CONFIDENCE, random_state: int = 0
-    ) -> dict[str, object]:
-        """The headline numbers (the keys of ``summary.json``).
+    ) -> AuditSummary:
+        """The headline numbers: an :class:`~tabmem.memorization.summary.AuditSummary` (``.to_dict()``: ``summary.json``).
 
-        ``*_ci`` keys are percentile-bootstrap intervals (``confidence``, ``n_bootstrap``
+        ``*_ci`` fields are percentile-bootstrap intervals (``confidence``, ``n_bootstrap``
         resamples; :mod:`tabmem.memorization.uncertainty`): synthetic and holdout rows are
         resampled independently, and the excess memorization's interval is that of the
         difference of the two resampled rates. Same ``random_state``, same intervals;
-        ``n_bootstrap=0`` gives no interval (null).
+        ``n_bootstrap=0`` gives no interval (null). The holdout fields are ``None`` without a
+        holdout, the rare-value fields without rare-value counts.
         """
         boot = {"n_bootstrap": n_bootstrap, "confidence": confidence, "random_state": random_state}
         k, n = int(self.table["is_replica"].sum()), self.n_synthetic
-        s: dict[str, object] = {
-            "n_train": self.n_train,
-            "n_synthetic": self.n_synthetic,
-            "distance": self.distance,
-            "threshold": self.threshold,
-            "memorization_rate": self.memorization_rate,
-            "mem_auc": self.mem_auc,
-            "mem_auc_trapz10": self.mem_auc_trapz10,
-            "n_replicas": int(self.table["is_replica"].sum()),
-            "n_nan_ratio": int(self.table["ratio"].isna().sum()),
-            "n_undefined_ratio": int(self.n_undefined_ratio),
-            "duplicates": self.duplicates,
-            "exact_copy_rate": self.exact_copy_rate,
-            "n_exact_copies": int(self.table["exact_copy"].sum()) if "exact_copy" in self.table else None,
-            "heavy_tail": self.heavy_tail(),
-            "memorization_rate_ci": list(proportion_ci(k, n, **boot)),
-            "confidence": confidence,
-            "n_bootstrap": n_bootstrap,
-        }
+        s: dict[str, Any] = {}  # the fields that only exist with rare-value counts or with a holdout
         if self.rare is not None:
-            s["rare_value_leakage"] = self.rare.rate
-            s["rare_values"] = {
-                "k": self.rare.k,
-                "n_rare_values": self.rare.n_rare_values,
-                "n_leaked": self.rare.n_leaked,
-            }
+            s.update(rare_value_leakage=self.rare.rate)
+            rare = {"k": self.rare.k, "n_rare_values": self.rare.n_rare_values, "n_leaked": self.rare.n_leaked}
         if self.holdout is not None:
             h = self.holdout
             kh, nh = int(h.table["is_replica"].sum()), h.n_synthetic
-            s["n_holdout"] = nh
-            s["holdout_memorization_rate"] = h.memorization_rate
-            s["holdout_mem_auc"] = h.mem_auc
-            s["excess_memorization"] = self.memorization_rate - h.memorization_rate
-            s["holdout_memorization_rate_ci"] = list(proportion_ci(kh, nh, **boot))
-            s["excess_memorization_ci"] = list(proportion_difference_ci(k, n, kh, nh, **boot))
-            s["holdout_exact_copy_rate"] = h.exact_copy_rate
-            s["excess_exact_copy_rate"] = self.exact_copy_rate - h.exact_copy_rate
+            s.update(
+                n_holdout=nh,
+                holdout_memorization_rate=h.memorization_rate,
+                holdout_mem_auc=h.mem_auc,
+                excess_memorization=self.memorization_rate - h.memorization_rate,
+                holdout_memorization_rate_ci=list(proportion_ci(kh, nh, **boot)),
+                excess_memorization_ci=list(proportion_difference_ci(k, n, kh, nh, **boot)),
+                holdout_exact_copy_rate=h.exact_copy_rate,
+                excess_exact_copy_rate=self.exact_copy_rate - h.exact_copy_rate,
+            )
             if self.rare is not None and h.rare is not None:
-                s["holdout_rare_value_leakage"] = h.rare.rate
-                s["excess_rare_value_leakage"] = self.rare.rate - h.rare.rate
-                s["rare_values"]["n_in_holdout"] = h.rare.n_leaked
-        s["warnings"] = self.warnings()
-        return s
+                s.update(
+                    holdout_rare_value_leakage=h.rare.rate,
+                    excess_rare_value_leakage=self.rare.rate - h.rare.rate,
+                )
+                rare["n_in_holdout"] = h.rare.n_leaked
+        return AuditSummary(
+            n_train=self.n_train,
+            n_synthetic=self.n_synthetic,
+            distance=self.distance,
+            threshold=self.threshold,
+            memorization_rate=self.memorization_rate,
+            mem_auc=self.mem_auc,
+            mem_auc_trapz10=self.mem_auc_trapz10,
+            n_replicas=int(self.table["is_replica"].sum()),
+            n_nan_ratio=int(self.table["ratio"].isna().sum()),
+            n_undefined_ratio=int(self.n_undefined_ratio),
+            duplicates=self.duplicates,
+            exact_copy_rate=self.exact_copy_rate,
+            n_exact_copies=int(self.table["exact_copy"].sum()) if "exact_copy" in self.table else None,
+            heavy_tail=HeavyTail.from_dict(self.heavy_tail()),
+            memorization_rate_ci=list(proportion_ci(k, n, **boot)),
+            confidence=confidence,
+            n_bootstrap=n_bootstrap,
+            rare_values=RareValuesSummary.from_dict(rare) if self.rare is not None else None,
+            warnings=self.warnings(),
+            **s,
+        )
 
     def rare_values(self) -> pd.DataFrame:
         """Per column: rare training values, how many distinct ones the synthetic (and holdout) rows hold, in how many rows.
@@ -252,19 +256,26 @@ class ReplicaResult:
             table["holdout_rows"] = h["rows"].to_numpy()
         return table
 
-    def save(self, out_dir: str | Path, extra: dict[str, Any] | None = None, **summary_options: Any) -> dict[str, Any]:
+    def save(
+        self,
+        out_dir: str | Path,
+        *,
+        seconds: float | None = None,
+        schema: dict[str, Any] | None = None,
+        evidence: DistanceEvidence | None = None,
+        **summary_options: Any,
+    ) -> AuditSummary:
         """Write the ``tabmem audit`` layout into ``out_dir``; returns the summary.
 
         ``summary.json`` (:meth:`summary` with ``summary_options`` — ``n_bootstrap``,
-        ``confidence``, ``random_state`` — plus ``extra``), ``replicas.csv`` (one row per synthetic
-        row), ``records.csv`` (one row per training record) and ``rare_values.csv`` (per column):
-        positions and counts, no values.
+        ``confidence``, ``random_state`` — plus the run's ``seconds``, the ``schema`` and the
+        distance ``evidence``: :meth:`AuditSummary.with_extra`), ``replicas.csv`` (one row per
+        synthetic row), ``records.csv`` (one row per training record) and ``rare_values.csv`` (per
+        column): positions and counts, no values.
         """
         out = Path(out_dir)
-        summary = self.summary(**summary_options)
-        if extra:
-            summary.update(extra)
-        write_json(out / "summary.json", summary)
+        summary = self.summary(**summary_options).with_extra(seconds=seconds, schema=schema, evidence=evidence)
+        write_json(out / "summary.json", summary.to_dict())
         write_frame(out / "replicas.csv", self.table)
         write_frame(out / "records.csv", self.records())
         write_frame(out / "rare_values.csv", self.rare_values())

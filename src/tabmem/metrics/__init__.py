@@ -9,7 +9,7 @@ from tabmem.metrics.dcr_share import DCRShare
 from tabmem.metrics.detection import LogisticDetection
 from tabmem.metrics.mle import MLE
 from tabmem.metrics.mmd import MMD
-from tabmem.metrics.report import SUMMARY_KEYS, QualityReport, quality_report
+from tabmem.metrics.report import SUMMARY_KEYS, QualityReport, QualitySummary, quality_report
 from tabmem.metrics.shape import Shape
 from tabmem.metrics.trend import Trend
 from tabmem.metrics.wasserstein import SlicedWasserstein, Wasserstein
@@ -32,6 +32,7 @@ __all__ = [
     "Wasserstein",
     "get_metric",
     "list_metrics",
+    "QualitySummary",
     "quality_report",
     "register_metric",
 ]

@@ -11,7 +11,7 @@ stops the others.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem._io import jsonable, write_frame, write_json
+from tabmem._records import from_dict, to_dict
 from tabmem.data.schema import Schema
 from tabmem.errors import SchemaError, TabmemError
 from tabmem.metrics.alpha_beta import AlphaPrecision
@@ -32,7 +33,51 @@ from tabmem.metrics.shape import Shape
 from tabmem.metrics.trend import Trend
 from tabmem.metrics.wasserstein import Wasserstein
 
+#: the metrics, in the order of ``summary.json`` (the first fields of :class:`QualitySummary`)
 SUMMARY_KEYS = ("shape", "trend", "mle", "mmd", "wasserstein", "alpha_precision", "beta_recall", "c2st", "dcr_share")
+
+
+@dataclass(frozen=True, kw_only=True)
+class QualitySummary:
+    """What ``summary.json`` of ``tabmem quality`` holds: one value (or None) per metric, then skipped/details/timings."""
+
+    shape: float | None
+    trend: float | None
+    mle: float | None
+    mmd: float | None
+    wasserstein: float | None
+    alpha_precision: float | None
+    beta_recall: float | None
+    c2st: float | None
+    dcr_share: float | None
+    skipped: dict[str, str]
+    goals: dict[str, str]
+    details: dict[str, dict[str, Any]]
+    timings_s: dict[str, float]
+    n_real: int
+    n_synthetic: int
+    config: dict[str, Any]
+    schema: dict[str, Any] | None
+
+    def value(self, metric: str) -> float | None:
+        """The value of ``metric`` (one of :data:`SUMMARY_KEYS`), None when it did not run."""
+        if metric not in SUMMARY_KEYS:
+            raise KeyError(f"unknown metric {metric!r}; choose from {', '.join(SUMMARY_KEYS)}")
+        return getattr(self, metric)
+
+    @property
+    def values(self) -> dict[str, float | None]:
+        """``{metric: value}`` for every metric of :data:`SUMMARY_KEYS`."""
+        return {k: getattr(self, k) for k in SUMMARY_KEYS}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object of ``summary.json``."""
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> QualitySummary:
+        """A ``summary.json`` of ``tabmem quality``."""
+        return from_dict(cls, data)
 
 
 @dataclass
@@ -47,8 +92,9 @@ class QualityReport:
     config: dict[str, Any] = field(default_factory=dict)
     schema: Schema | None = None
 
-    def summary(self) -> dict[str, Any]:
-        """The ``summary.json`` content: one number (or null) per key, plus skipped/details/timings."""
+    def summary(self) -> QualitySummary:
+        """The :class:`QualitySummary` (``.to_dict()``: ``summary.json``): one number (or None) per metric, then
+        skipped/details/timings, as JSON values."""
         out: dict[str, Any] = {k: (self.results[k].value if k in self.results else None) for k in SUMMARY_KEYS}
         out["skipped"] = dict(self.skipped)
         out["goals"] = {k: r.goal for k, r in self.results.items()}
@@ -57,7 +103,7 @@ class QualityReport:
         out["n_real"], out["n_synthetic"] = self.n_real, self.n_synthetic
         out["config"] = self.config
         out["schema"] = self.schema.to_dict() if self.schema is not None else None
-        return jsonable(out)
+        return QualitySummary.from_dict(jsonable(out))
 
     def to_frame(self) -> pd.DataFrame:
         """One row per summary key: metric, value, goal, note (pairs scored, MLE reference, skip reason).
@@ -95,7 +141,7 @@ class QualityReport:
         out = Path(out_dir)
         for name, table in self.breakdowns().items():
             write_frame(out / f"{name}_breakdown.csv", table)
-        return write_json(out / "summary.json", self.summary())
+        return write_json(out / "summary.json", self.summary().to_dict())
 
 
 def quality_report(

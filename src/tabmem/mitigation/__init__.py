@@ -27,11 +27,15 @@ from tabmem.mitigation.ranking import (
     random_ranking,
     rank_records,
 )
+from tabmem.mitigation.summary import DynamicCutSummary, MitigationReport, QualityScores
 
 __all__ = [
     "AUGMENTERS",
     "Augmenter",
     "DynamicCut",
+    "DynamicCutSummary",
+    "MitigationReport",
+    "QualityScores",
     "RANKING_METHODS",
     "Ranking",
     "RetrainTable",

@@ -45,6 +45,7 @@ from tabmem.memorization.tracker import MemorizationTracker
 from tabmem.mitigation.base import AUGMENTERS, augmented_table, get_augmenter, require_class_target
 from tabmem.mitigation.evaluation import mitigation_report
 from tabmem.mitigation.ranking import RANKING_METHODS, Ranking, n_to_prune, random_ranking, rank_records
+from tabmem.mitigation.summary import MitigationReport
 
 __all__ = ["DynamicCut", "RetrainTable", "check_dynamiccut", "needs_warmup", "retrain_table", "warmup_length"]
 
@@ -281,7 +282,7 @@ class DynamicCut(Params):
         n_samples: int | None = None,
         quality: bool = True,
         random_state: int = 0,
-    ) -> dict[str, Any]:
+    ) -> MitigationReport:
         """Sample ``n_samples`` (default |original train|) rows from the retrained model and report
         memorization vs the original and the pruned table, the holdout baseline and quality."""
         if not hasattr(self, "generator_"):

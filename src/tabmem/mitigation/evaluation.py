@@ -25,6 +25,7 @@ import pandas as pd
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
 from tabmem.memorization.replicas import ReplicaDetector
 from tabmem.metrics.report import quality_report
+from tabmem.mitigation.summary import MitigationReport, QualityScores
 
 __all__ = ["bootstrap_excess_ci", "mitigation_report"]
 
@@ -62,57 +63,47 @@ def mitigation_report(
     mle_grid: str = "tabsyn",
     random_state: int = 0,
     n_jobs: int | None = None,
-) -> dict[str, Any]:
+) -> MitigationReport:
     """Memorization of ``synthetic`` vs the original and the pruned table, holdout baseline and quality (module docstring)."""
     orig = validate(original, schema, name="training", nan="match")
     det = ReplicaDetector(distance, nan="match", n_jobs=n_jobs).fit(orig, schema)
     res = det.score(synthetic, unseen="mismatch")
     flags = res.table["is_replica"].to_numpy()
-    out: dict[str, Any] = {
-        "distance": distance,
-        "n_train": len(orig),
-        "n_synthetic": res.n_synthetic,
-        "memorization_rate": res.memorization_rate,
-        "mem_auc": res.mem_auc,
-        "n_replicas": int(flags.sum()),
-    }
-    hold_flags = None
-    out.update(holdout_memorization_rate=None, excess_memorization=None, excess_memorization_ci=None)
-    if holdout is not None:
-        hold = det.score(holdout, name="holdout", unseen="mismatch")
-        hold_flags = hold.table["is_replica"].to_numpy()
-        out["n_holdout"] = hold.n_synthetic
-        out["holdout_memorization_rate"] = hold.memorization_rate
-        out["holdout_mem_auc"] = hold.mem_auc
-        out["excess_memorization"] = res.memorization_rate - hold.memorization_rate
-        out["excess_memorization_ci"] = list(bootstrap_excess_ci(flags, hold_flags, random_state=random_state))
+    hold = det.score(holdout, name="holdout", unseen="mismatch") if holdout is not None else None
     pruned = np.zeros(len(orig), dtype=bool)
     if pruned_rows is not None and len(pruned_rows):
         pruned[np.asarray(pruned_rows, dtype=np.int64)] = True
-    out["n_pruned"] = int(pruned.sum())
-    # replicas (vs the original table) of records the model never saw
-    out["replicas_of_pruned_records"] = int(res.record_counts[pruned].sum())
-    if pruned.any():
+    rate_vs_pruned, hold_rate_vs_pruned = res.memorization_rate, None if hold is None else hold.memorization_rate
+    if pruned.any():  # the same synthetic (and holdout) rows against the records the model was trained on
         kept = orig.data.loc[~pruned].reset_index(drop=True)
         det_kept = ReplicaDetector(distance, nan="match", n_jobs=n_jobs).fit(kept, schema)
-        res_k = det_kept.score(synthetic, unseen="mismatch")
-        out["memorization_rate_vs_pruned"] = res_k.memorization_rate
-        out["holdout_memorization_rate_vs_pruned"] = out["excess_memorization_vs_pruned"] = None
+        rate_vs_pruned = det_kept.score(synthetic, unseen="mismatch").memorization_rate
         if holdout is not None:
-            hold_k = det_kept.score(holdout, name="holdout", unseen="mismatch")
-            out["holdout_memorization_rate_vs_pruned"] = hold_k.memorization_rate
-            out["excess_memorization_vs_pruned"] = res_k.memorization_rate - hold_k.memorization_rate
-    else:
-        out["memorization_rate_vs_pruned"] = res.memorization_rate
-        out["holdout_memorization_rate_vs_pruned"] = out["excess_memorization_vs_pruned"] = None
-        if holdout is not None:
-            out["holdout_memorization_rate_vs_pruned"] = out["holdout_memorization_rate"]
-            out["excess_memorization_vs_pruned"] = out["excess_memorization"]
-    if quality:
-        out["quality"] = quality_scores(
-            orig, synthetic, schema, test=test, mle_grid=mle_grid, random_state=random_state
-        )
-    return out
+            hold_rate_vs_pruned = det_kept.score(holdout, name="holdout", unseen="mismatch").memorization_rate
+    return MitigationReport(
+        distance=distance,
+        n_train=len(orig),
+        n_synthetic=res.n_synthetic,
+        memorization_rate=res.memorization_rate,
+        mem_auc=res.mem_auc,
+        n_replicas=int(flags.sum()),
+        holdout_memorization_rate=None if hold is None else hold.memorization_rate,
+        excess_memorization=None if hold is None else res.memorization_rate - hold.memorization_rate,
+        excess_memorization_ci=None
+        if hold is None
+        else list(bootstrap_excess_ci(flags, hold.table["is_replica"].to_numpy(), random_state=random_state)),
+        n_holdout=None if hold is None else hold.n_synthetic,
+        holdout_mem_auc=None if hold is None else hold.mem_auc,
+        n_pruned=int(pruned.sum()),
+        # replicas (vs the original table) of records the model never saw
+        replicas_of_pruned_records=int(res.record_counts[pruned].sum()),
+        memorization_rate_vs_pruned=rate_vs_pruned,
+        holdout_memorization_rate_vs_pruned=hold_rate_vs_pruned,
+        excess_memorization_vs_pruned=None if hold_rate_vs_pruned is None else rate_vs_pruned - hold_rate_vs_pruned,
+        quality=quality_scores(orig, synthetic, schema, test=test, mle_grid=mle_grid, random_state=random_state)
+        if quality
+        else None,
+    )
 
 
 def quality_scores(
@@ -123,7 +114,7 @@ def quality_scores(
     test: pd.DataFrame | None = None,
     mle_grid: str = "tabsyn",
     random_state: int = 0,
-) -> dict[str, Any]:
+) -> QualityScores:
     """Shape, Trend (and MLE when a target and ``test`` exist) of ``synthetic`` against ``real``."""
     metrics = ["shape", "trend"]
     if schema.target is not None and test is not None:
@@ -133,10 +124,10 @@ def quality_scores(
         real_frame, synthetic, schema, test=test, metrics=metrics, mle_grid=mle_grid, random_state=random_state
     )
     s = rep.summary()
-    out = {k: s.get(k) for k in ("shape", "trend", "mle")}
+    out: dict[str, Any] = {k: s.value(k) for k in ("shape", "trend", "mle")}
     if "mle" in rep.results:
         out["mle_real"] = rep.results["mle"].details.get("real", {}).get(rep.results["mle"].details.get("score"))
-    out["skipped"] = {k: v for k, v in s.get("skipped", {}).items() if k in ("shape", "trend", "mle")}
+    out["skipped"] = {k: v for k, v in s.skipped.items() if k in ("shape", "trend", "mle")}
     if "mle" not in metrics:
         out["skipped"]["mle"] = "no target" if schema.target is None else "no test table"
-    return out
+    return QualityScores.from_dict(out)

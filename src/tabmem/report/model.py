@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabmem.attacks.summary import META_KEY, PRIVACY_KEY
+
 __all__ = ["Audit", "Attacks", "Quality", "Training", "Cell", "ReportData"]
 
 
@@ -48,12 +50,18 @@ class Attacks:
 
     @property
     def results(self) -> dict[str, dict[str, Any]]:
-        """``{attack: metrics}`` (the summary without ``_meta``)."""
-        return {k: v for k, v in self.summary.items() if not k.startswith("_") and isinstance(v, dict)}
+        """``{attack: metrics}`` (the summary without the run's metadata and privacy headline)."""
+        return {k: v for k, v in self.summary.items() if k not in (META_KEY, PRIVACY_KEY) and isinstance(v, dict)}
 
     @property
     def meta(self) -> dict[str, Any]:
-        return self.summary.get("_meta", {}) or {}
+        """The run's metadata (:class:`~tabmem.attacks.summary.AttackMeta` as written)."""
+        return self.summary.get(META_KEY, {}) or {}
+
+    @property
+    def privacy(self) -> dict[str, Any]:
+        """The privacy headline (:class:`~tabmem.attacks.summary.PrivacyHeadline` as written; empty without one)."""
+        return self.summary.get(PRIVACY_KEY) or {}
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
 from tabmem.report.model import Attacks, Audit, Cell, Quality, Training
 from tabmem.report.readers import finite
 from tabmem.report.svg import (
@@ -71,7 +72,7 @@ def rates_figure(cells: Sequence[Cell], labels: Sequence[str]) -> str | None:
     rows = [(lab, a) for lab, a in rows if finite(a.get("memorization_rate")) is not None]
     if not rows:
         return None
-    has_excess = any(finite(a.get("excess_memorization")) is not None for _, a in rows)
+    has_excess = any(finite(a.get(EXCESS_MEMORIZATION)) is not None for _, a in rows)
     n = len(rows)
     fig, axes = new_figure(1.3 + 0.42 * n, 2 if has_excess else 1, width_ratios=[3, 2] if has_excess else None)
     ax = axes[0]
@@ -93,10 +94,10 @@ def rates_figure(cells: Sequence[Cell], labels: Sequence[str]) -> str | None:
     if has_excess:
         bx = axes[1]
         for y, (_, a) in zip(ys, rows):
-            ex = finite(a.get("excess_memorization"))
+            ex = finite(a.get(EXCESS_MEMORIZATION))
             if ex is None:
                 continue
-            ci = a.get("excess_memorization_ci")
+            ci = a.get(EXCESS_MEMORIZATION_CI)
             err = ci_err(ex, ci)
             sig = err is not None and float(ci[0]) > 0
             bx.errorbar(
@@ -414,17 +415,18 @@ def roc_figure(attacks: Attacks) -> str | None:
 
 
 def _attack_label(name: str) -> str:
-    from tabmem.report.verdict import ATTACK_NAMES
+    from tabmem.report.verdict import attack_name
 
-    return ATTACK_NAMES.get(name, name)
+    return attack_name(name)
 
 
 @styled
 def distance_figure(attacks: Attacks) -> str | None:
     """Histograms of the distance to the closest synthetic row, members vs non-members (LevAtt, DCR)."""
-    from tabmem.report.readers import DISTANCE_ATTACKS
+    from tabmem.report.readers import distance_attacks
 
-    names = [a for a in DISTANCE_ATTACKS if a in attacks.distances]
+    described = distance_attacks()
+    names = [a for a in described if a in attacks.distances]
     if not names:
         return None
     fig, axes = new_figure(3.0, len(names), width=min(WIDTH, 5.0 * len(names)))
@@ -443,7 +445,7 @@ def distance_figure(attacks: Attacks) -> str | None:
             ax.stairs(
                 hist[f"{group}_pct"], edges, color=colour, lw=1.5, label=f"{label}: median {np.median(values):.3g}"
             )
-        ax.set_xlabel(DISTANCE_ATTACKS[name])
+        ax.set_xlabel(described[name])
         ax.set_ylabel("share of the group (%)")
         ax.set_ylim(0, None)
         ax.set_title(f"{_attack_label(name)}: members vs non-members")
@@ -525,7 +527,7 @@ def frontier_figure(cells: Sequence[Cell], labels: Sequence[str], colour_by: str
     for c, lab in zip(cells, labels):
         if c.quality is None:
             continue
-        ex = finite(c.audit.get("excess_memorization")) if c.audit is not None else None
+        ex = finite(c.audit.get(EXCESS_MEMORIZATION)) if c.audit is not None else None
         best = strongest_attack(c.attacks)
         auc = finite(best[1].get("auc")) if best else None
         rows.append((c, lab, ex, auc))
@@ -550,7 +552,7 @@ def frontier_figure(cells: Sequence[Cell], labels: Sequence[str], colour_by: str
             y = ex if use_excess else auc
             if x is None or y is None:
                 continue
-            ci = c.audit.get("excess_memorization_ci") if use_excess else strongest_attack(c.attacks)[1].get("auc_ci")
+            ci = c.audit.get(EXCESS_MEMORIZATION_CI) if use_excess else strongest_attack(c.attacks)[1].get("auc_ci")
             err = ci_err(y, ci)
             scale = 100 if use_excess else 1
             g = str(c.axes.get(colour_by, "")) if colour_by else ""

@@ -26,7 +26,10 @@ import numpy as np
 import pandas as pd
 
 from tabmem._io import read_json
+from tabmem.attacks.base import ATTACKS
+from tabmem.attacks.summary import is_attack_summary
 from tabmem.errors import TabmemError
+from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
 from tabmem.report.model import Attacks, Audit, Cell, Quality, ReportData, Training
 
 __all__ = [
@@ -40,11 +43,6 @@ __all__ = [
     "load_report_data",
 ]
 
-#: attacks whose score is minus a distance to the closest synthetic row (``tabmem.attacks``)
-DISTANCE_ATTACKS: dict[str, str] = {
-    "levatt": "edit distance to the closest synthetic row string",
-    "dcr": "distance to the closest synthetic row",
-}
 #: sub-directories of a cell that hold one command's outputs
 PART_DIRS: dict[str, tuple[str, ...]] = {
     "train": ("train",),
@@ -65,7 +63,7 @@ def detect_kind(path: str | Path) -> str | None:
     summary = read_json(p / "summary.json")
     if not isinstance(summary, dict):
         return None
-    if "_meta" in summary:
+    if is_attack_summary(summary):
         return "attack"
     if "goals" in summary and "shape" in summary:
         return "quality"
@@ -83,7 +81,7 @@ def _audit_part(p: Path, summary: dict[str, Any], notes: list[str]) -> Audit:
         counts = pd.read_csv(records, usecols=["replica_count"])["replica_count"].to_numpy(dtype=np.int64)
     else:
         notes.append(f"{p}: no records.csv, so no per-record replica counts (the heavy-tail plot is left out)")
-    if "excess_memorization" in summary and "excess_memorization_ci" not in summary:
+    if EXCESS_MEMORIZATION in summary and EXCESS_MEMORIZATION_CI not in summary:
         notes.append(f"{p}: summary.json has no bootstrap intervals (written by an older tabmem): re-run to get them")
     return Audit(summary=summary, record_counts=counts, path=str(p))
 
@@ -105,13 +103,19 @@ def read_attack_dir(path: str | Path, notes: list[str] | None = None) -> Attacks
         attacks.roc = pd.read_csv(p / "roc.csv", usecols=["attack", "fpr", "tpr"])
     else:
         notes.append(f"{p}: no roc.csv (written by an older tabmem): the ROC curves are left out")
-    wanted = [a for a in DISTANCE_ATTACKS if a in names]
+    wanted = [a for a in distance_attacks() if a in names]
     if wanted and (p / "scores.csv").is_file():
         scores = pd.read_csv(p / "scores.csv", usecols=["is_member", *wanted])
         member = scores["is_member"].astype(bool).to_numpy()
         for name in wanted:
             attacks.distances[name] = pd.DataFrame({"distance": -scores[name].to_numpy(float), "is_member": member})
     return attacks
+
+
+def distance_attacks() -> dict[str, str]:
+    """``{attack: what its distance is}`` for the attacks whose score is minus a distance to the closest
+    synthetic row (their classes' ``distance_description``), in registration order."""
+    return {a.name: a.distance_description for a in ATTACKS.in_order() if a.distance_description}
 
 
 def read_quality_dir(path: str | Path, notes: list[str] | None = None) -> Quality:
@@ -257,7 +261,7 @@ def read_study_dir(path: str | Path) -> ReportData:
     )
 
 
-AUDIT_INTERVALS = ("memorization_rate", "holdout_memorization_rate", "excess_memorization")
+AUDIT_INTERVALS = ("memorization_rate", "holdout_memorization_rate", EXCESS_MEMORIZATION)
 
 
 def _apply_results(cells: list[Cell], ids: list[str], path: Path, notes: list[str]) -> None:
@@ -284,7 +288,7 @@ def _apply_results(cells: list[Cell], ids: list[str], path: Path, notes: list[st
                     res.setdefault("tpr_at_fpr_ci", {})[r.metric.removeprefix("tpr_at_fpr_")] = ci
                 elif r.metric == "min_resolved_fpr" and not pd.isna(r.value):
                     res["min_resolved_fpr"] = float(r.value)
-    filled = {a.path for c in cells for a in c.audits.values() if "excess_memorization_ci" in a.summary}
+    filled = {a.path for c in cells for a in c.audits.values() if EXCESS_MEMORIZATION_CI in a.summary}
     notes[:] = [n for n in notes if not ("bootstrap intervals" in n and n.split(": ", 1)[0] in filled)]
 
 

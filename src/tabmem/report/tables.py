@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
 from tabmem.report.model import Audit, Cell, Training
 from tabmem.report.plots import distance_histogram
 from tabmem.report.readers import finite
-from tabmem.report.verdict import ATTACK_NAMES, fmt_ci, fmt_pct, strongest_attack
+from tabmem.report.verdict import attack_name, fmt_ci, fmt_pct, strongest_attack
 
 __all__ = [
     "Table",
@@ -103,8 +104,8 @@ def _oneaudit_tables(a: Audit, name_distance: bool) -> list[Table]:
         ],
         [
             "excess memorization (points)",
-            _points(s.get("excess_memorization")),
-            _ci_pct(s.get("excess_memorization_ci"), points=True),
+            _points(s.get(EXCESS_MEMORIZATION)),
+            _ci_pct(s.get(EXCESS_MEMORIZATION_CI), points=True),
         ],
         ["Mem-AUC (exact)", _num(s.get("mem_auc")), ""],
         ["Mem-AUC (papers' 10-point trapezoid)", _num(s.get("mem_auc_trapz10")), ""],
@@ -239,14 +240,14 @@ def privacy_table(cell: Cell) -> Table | None:
     rows = []
     for name, r in sorted(att.results.items(), key=lambda kv: -(finite(kv[1].get("auc")) or 0)):
         midst = r.get("midst_tpr_at_fpr") or {}
-        row: list[str | tuple[str, str]] = [ATTACK_NAMES.get(name, name)]
+        row: list[str | tuple[str, str]] = [attack_name(name)]
         for f in ("0.1", "0.01"):
             m = midst.get(f) or {}
             row.append((_num(m.get("tpr"), 3), _ci_cell(m.get("tpr_ci")) if m.get("tpr_ci") else ""))
         eps = r.get("epsilon_lower_bound") or {}
         row += [_num(r.get("min_resolved_fpr"), 3), _num(eps.get("epsilon"), 3)]
         rows.append(row)
-    p = att.summary.get("_privacy") or {}
+    p = att.privacy
     cap = (
         "MIDST TPR at FPR <= f: the largest TPR of a threshold whose measured FPR is at most f, with its exact "
         "(Clopper-Pearson) 95% interval. ε lower bound: from Clopper-Pearson bounds on TPR and FPR at a threshold "
@@ -260,7 +261,7 @@ def privacy_table(cell: Cell) -> Table | None:
     if best is not None and p.get("attack") is not None:
         cap += (
             f" Best over the attacks, each at confidence {finite(p.get('per_attack_confidence')) or 0:.4g} "
-            f"(Bonferroni): ε >= {best:.3f} ({ATTACK_NAMES.get(p['attack'], p['attack'])})"
+            f"(Bonferroni): ε >= {best:.3f} ({attack_name(p['attack'])})"
         )
         claimed = finite(p.get("claimed_epsilon"))
         if claimed is not None:
@@ -347,7 +348,7 @@ def attack_tables(cell: Cell) -> list[Table]:
     rows = []
     for name, r in sorted(att.results.items(), key=lambda kv: -(finite(kv[1].get("auc")) or 0)):
         tpr, ci = r.get("tpr_at_fpr") or {}, r.get("tpr_at_fpr_ci") or {}
-        row = [ATTACK_NAMES.get(name, name), _num(r.get("auc"), 3), _ci_cell(r.get("auc_ci"))]
+        row = [attack_name(name), _num(r.get("auc"), 3), _ci_cell(r.get("auc_ci"))]
         n_non = r.get("n_non_members")
         for f in fprs:
             if isinstance(n_non, int) and 0 < float(f) < 1 / n_non:
@@ -376,7 +377,7 @@ def attack_tables(cell: Cell) -> list[Table]:
         rows = []
         for name, curve in att.roc.groupby("attack", sort=False):
             fpr, tpr = curve["fpr"].to_numpy(float), curve["tpr"].to_numpy(float)
-            rows.append([ATTACK_NAMES.get(name, name), *[f"{np.interp(g, fpr, tpr):.3f}" for g in grid]])
+            rows.append([attack_name(name), *[f"{np.interp(g, fpr, tpr):.3f}" for g in grid]])
         tables.append(
             Table(
                 ["attack", *[f"FPR {g:g}" for g in grid]],
@@ -396,7 +397,7 @@ def attack_tables(cell: Cell) -> list[Table]:
             Table(
                 ["group", "n", "min", "10%", "25%", "median", "75%", "90%", "mean"],
                 rows,
-                f"{ATTACK_NAMES.get(name, name)}: distance to the closest synthetic row (minus the attack's score).",
+                f"{attack_name(name)}: distance to the closest synthetic row (minus the attack's score).",
                 [False] + [True] * 8,
             )
         )
@@ -408,7 +409,7 @@ def attack_tables(cell: Cell) -> list[Table]:
                     [_num(lo), _num(hi), f"{m:.2f}", f"{n:.2f}"]
                     for lo, hi, m, n in hist.itertuples(index=False, name=None)
                 ],
-                f"The bins of the {ATTACK_NAMES.get(name, name)} histogram (the last bin holds the top 0.5% of distances).",
+                f"The bins of the {attack_name(name)} histogram (the last bin holds the top 0.5% of distances).",
                 [True] * 4,
             )
         )
@@ -452,13 +453,13 @@ def overview_table(cells: list[Cell], labels: list[str]) -> Table:
                 lab,
                 fmt_pct(finite(a.get("memorization_rate")), 2) if a else "-",
                 fmt_pct(finite(a.get("holdout_memorization_rate")), 2) if a else "-",
-                (_points(a.get("excess_memorization")) + f" ({_ci_pct(a.get('excess_memorization_ci'), points=True)})")
-                if a and finite(a.get("excess_memorization")) is not None
+                (_points(a.get(EXCESS_MEMORIZATION)) + f" ({_ci_pct(a.get(EXCESS_MEMORIZATION_CI), points=True)})")
+                if a and finite(a.get(EXCESS_MEMORIZATION)) is not None
                 else "-",
-                f"{ATTACK_NAMES.get(best[0], best[0])} {_num(best[1].get('auc'), 3)}" if best else "-",
+                f"{attack_name(best[0])} {_num(best[1].get('auc'), 3)}" if best else "-",
                 _num((best[1].get("tpr_at_fpr") or {}).get("0.1"), 3) if best else "-",
                 _copying_cell(a),
-                _num(((c.attacks.summary.get("_privacy") or {}) if c.attacks else {}).get("epsilon_lower_bound"), 3),
+                _num((c.attacks.privacy if c.attacks else {}).get("epsilon_lower_bound"), 3),
                 _num(q.value("shape"), 3) if q else "-",
                 _num(q.value("trend"), 3) if q else "-",
                 _mle_cell(q) if q else "-",

@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tabmem.attacks.base import ATTACKS
+from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
 from tabmem.report.model import Attacks, Audit, Cell, Quality
 from tabmem.report.readers import finite
 
@@ -35,7 +37,7 @@ __all__ = [
     "CellVerdict",
     "cell_verdict",
     "strongest_attack",
-    "ATTACK_NAMES",
+    "attack_name",
     "fmt_pct",
     "fmt_ci",
     "evidence_finding",
@@ -44,18 +46,12 @@ __all__ = [
     "midst_phrase",
 ]
 
-ATTACK_NAMES = {
-    "levatt": "LevAtt",
-    "dcr": "DCR",
-    "mc": "Monte Carlo",
-    "density": "density (KDE)",
-    "domias": "DOMIAS",
-    "lira": "LiRA",
-    "lira_offline": "LiRA (offline)",
-    "lira_domias": "LiRA (DOMIAS statistic)",
-    "lira_levatt": "LiRA (LevAtt statistic)",
-    "groundhog": "Groundhog",
-}
+
+def attack_name(name: str) -> str:
+    """An attack's name in the report: its class's ``display_name`` (:mod:`tabmem.attacks.base`), else ``name``."""
+    return ATTACKS[name].label() if name in ATTACKS else name
+
+
 MLE_NAMES = {"rmse": "RMSE", "auc": "ROC-AUC", "macro_f1": "macro-F1"}
 LEVELS = ("alert", "ok", "info", "neutral", "missing")
 
@@ -115,8 +111,8 @@ def memorization_finding(audit: Audit | None) -> Finding:
         return Finding("Memorization", "missing", "not measured", "No replica audit in this cell.")
     rate = finite(audit.get("memorization_rate"))
     hold = finite(audit.get("holdout_memorization_rate"))
-    excess = finite(audit.get("excess_memorization"))
-    ci = _ci(audit.get("excess_memorization_ci"))
+    excess = finite(audit.get(EXCESS_MEMORIZATION))
+    ci = _ci(audit.get(EXCESS_MEMORIZATION_CI))
     dist = f"distance {audit.get('distance', '?')}, d1/d2 < {_threshold(audit.get('threshold'))}"
     if hold is None or excess is None:
         return Finding(
@@ -222,7 +218,7 @@ def attack_finding(attacks: Attacks | None) -> Finding:
     name, r = best
     auc = finite(r.get("auc"))
     ci = _ci(r.get("auc_ci"))
-    label = ATTACK_NAMES.get(name, name)
+    label = attack_name(name)
     n_attacks = len(attacks.results)
     which = f"the strongest of {n_attacks} attacks" if n_attacks > 1 else "the only attack run"
     leaks = ci is not None and ci[0] > 0.5
@@ -384,11 +380,11 @@ def midst_phrase(r: dict[str, Any], fpr: str) -> str:
 
 def privacy_finding(attacks: Attacks | None) -> Finding | None:
     """The best empirical ε lower bound over the attacks, next to the claimed ε; None without one."""
-    p = (attacks.summary.get("_privacy") if attacks is not None else None) or {}
+    p = attacks.privacy if attacks is not None else {}
     eps = finite(p.get("epsilon_lower_bound"))
     if not p or eps is None or p.get("attack") is None:
         return None
-    name = ATTACK_NAMES.get(str(p["attack"]), str(p["attack"]))
+    name = attack_name(str(p["attack"]))
     delta, conf = finite(p.get("delta")), finite(p.get("confidence"))
     text = (
         f"Empirical ε lower bound {eps:.2f}"
@@ -471,8 +467,8 @@ def cell_verdict(cell: Cell) -> CellVerdict:
     if others:
         parts = []
         for d, a in others:
-            ex = finite(a.get("excess_memorization"))
-            ci = _ci(a.get("excess_memorization_ci"))
+            ex = finite(a.get(EXCESS_MEMORIZATION))
+            ci = _ci(a.get(EXCESS_MEMORIZATION_CI))
             rate = f"{fmt_points(ex)}" if ex is not None else f"rate {fmt_pct(finite(a.get('memorization_rate')))}"
             parts.append(f"{d}: {rate}" + (f" (95% CI {fmt_ci(ci, pct=True)})" if ci else ""))
         mem.text += " With the other distances: " + "; ".join(parts) + "."

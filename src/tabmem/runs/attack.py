@@ -33,6 +33,7 @@ from tabmem._io import read_json, write_frame, write_json
 from tabmem.attacks.auditing import epsilon_lower_bound
 from tabmem.attacks.base import ATTACKS, check_attack_names
 from tabmem.attacks.runner import DEFAULT_ATTACKS, AttackReport, run_attacks
+from tabmem.attacks.summary import AttackSummary, PrivacyHeadline
 from tabmem.data.schema import Schema, concat_validated, validate
 from tabmem.errors import ParameterError, TabmemError
 
@@ -75,7 +76,7 @@ def attack_to_dir(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     on_report: Callable[[AttackReport], None] | None = None,
-) -> dict[str, Any]:
+) -> AttackSummary:
     """Run ``attacks`` on (members, non-members, synthetic) into ``out_dir`` (layout in the module docstring).
 
     Shadow-model attacks need ``population`` (real rows, none of them a target) and ``model``
@@ -86,8 +87,8 @@ def attack_to_dir(
     shadow attack works offline. ``delta`` defaults to the generator's DP delta when it has one,
     else ``1e-5``. ``claimed_epsilon``/``claimed_delta`` state a DP claim of a generator that tabmem
     did not train (default: ``params``' ``dp_epsilon``/``dp_delta``). ``run_dir`` is the ``tabmem train`` directory of the released generator, when
-    it was tracked: its records' DynamicCut intensity goes into ``risk.csv``. Returns the summary
-    (what ``summary.json`` holds); ``on_report`` receives the :class:`AttackReport` (per-record scores).
+    it was tracked: its records' DynamicCut intensity goes into ``risk.csv``. Returns the
+    :class:`~tabmem.attacks.summary.AttackSummary` (``.to_dict()`` is what ``summary.json`` holds); ``on_report`` receives the :class:`AttackReport` (per-record scores).
     """
     attacks = check_attack_names(attacks)
     check_positive_int("jobs", jobs)
@@ -169,10 +170,13 @@ def attack_to_dir(
     )
     if on_report is not None:
         on_report(report)
-    summary = report.summary()
-    summary["_meta"]["shadows"] = shadows.meta if shadows is not None else None
-    summary["_privacy"] = _privacy_headline(report, delta, confidence, seed, claimed_eps, claimed_delta)
-    write_json(out / "summary.json", summary)
+    summary = report.summary().with_run(
+        shadows=shadows.meta if shadows is not None else None,
+        privacy=PrivacyHeadline.from_dict(
+            _privacy_headline(report, delta, confidence, seed, claimed_eps, claimed_delta)
+        ),
+    )
+    write_json(out / "summary.json", summary.to_dict())
     write_frame(out / "scores.csv", report.scores)
     write_frame(out / "roc.csv", report.roc())
     write_frame(

@@ -36,28 +36,12 @@ from tabmem.generators import load_generator
 from tabmem.mitigation.dynamiccut import DynamicCut, RetrainTable, needs_warmup, retrain_table
 from tabmem.mitigation.evaluation import mitigation_report
 from tabmem.mitigation.ranking import Ranking
+from tabmem.mitigation.summary import SUMMARY_KEYS, DynamicCutSummary, MitigationReport
 from tabmem.runs.protocol import RunDirectory, RunKind
 from tabmem.runs.train import TRAIN_RUN, train_to_dir
 
 __all__ = ["dynamiccut_to_dir", "evaluate_run_dir", "SUMMARY_KEYS", "DYNAMICCUT_RUN"]
 
-#: keys ``summary.json`` always has (the issue's contract)
-SUMMARY_KEYS = (
-    "memorization_rate",
-    "memorization_rate_vs_pruned",
-    "holdout_memorization_rate",
-    "excess_memorization",
-    "mem_auc",
-    "n_train",
-    "n_pruned",
-    "prune",
-    "prune_by",
-    "top_k",
-    "warmup_epochs",
-    "ranking_source",
-    "mix",
-    "quality",
-)
 _SETTINGS = (
     "model",
     "preset",
@@ -100,7 +84,7 @@ def evaluate_run_dir(
     mle_grid: str = "tabsyn",
     synthetic_path: str | Path | None = None,
     n_jobs: int | None = None,
-) -> dict[str, Any]:
+) -> MitigationReport:
     """Sample ``n_samples`` (default |original|) rows from ``run_dir/model.pt`` and judge them with
     :func:`~tabmem.mitigation.evaluation.mitigation_report` against the ``original`` table."""
     gen = load_generator(Path(run_dir) / "model.pt", device="cpu")
@@ -143,7 +127,7 @@ def dynamiccut_to_dir(
     n_jobs: int | None = None,
     seed: int | None = None,
     **settings: Any,
-) -> dict[str, Any]:
+) -> DynamicCutSummary:
     """Run DynamicCut ``cut`` (warm-up, rank, prune, retrain from scratch, evaluate) into ``out_dir``; returns
     the summary.
 
@@ -192,8 +176,8 @@ def dynamiccut_to_dir(
         timings["evaluate_seconds"] = time.perf_counter() - t0
         before = None if baseline is None else _baseline_report(Path(baseline), table, schema, fingerprint, **judge)
         summary = _summary(report, cut, epochs, config, rk, rt, len(table), ranking_source, stage1.summary, before)
-        summary["timings_s"] = timings
-        write_json(run.path / "summary.json", summary)
+        summary = DynamicCutSummary.from_dict({**summary, "timings_s": timings})
+        write_json(run.path / "summary.json", summary.to_dict())
     return summary
 
 
@@ -303,7 +287,7 @@ def _retrain(
 
 
 def _summary(
-    report: dict[str, Any],
+    report: MitigationReport,
     cut: DynamicCut,
     epochs: int,
     config: dict[str, Any],
@@ -312,11 +296,11 @@ def _summary(
     n_train: int,
     ranking_source: str,
     warm: dict[str, Any] | None,
-    before: dict[str, Any] | None,
+    before: MitigationReport | None,
 ) -> dict[str, Any]:
     """summary.json of a DynamicCut run: the judgement of the retrained model, then the run's settings."""
     return {
-        **report,
+        **report.to_dict(),
         "model": cut.model,
         "preset": cut.preset,
         "epochs": epochs,
@@ -354,7 +338,7 @@ def _stage_numbers(summary: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _baseline_report(
     path: Path, original: ValidatedTable, schema: Schema, fingerprint: str, **kwargs: Any
-) -> dict[str, Any]:
+) -> MitigationReport:
     """The unpruned model of ``path`` (a ``tabmem train`` run directory) judged like the retrained one."""
     model_path = path / "model.pt"
     if not model_path.is_file():

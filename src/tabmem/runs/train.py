@@ -311,8 +311,8 @@ def _final_audit(
         result = replace(result, holdout=det.score(holdout, name="holdout", unseen="mismatch"))
         if evidence:
             syn = clean if clean is not None else det.validate(synthetic, unseen="mismatch")
-            extra = distance_evidence(det, result, syn, holdout, random_state=seed)
-    summary = result.summary(random_state=seed)
+            extra = distance_evidence(det, result, syn, holdout, random_state=seed).to_dict()
+    summary = result.summary(random_state=seed).to_dict()
     summary.update(extra)
     return summary, result.record_counts
 

@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from tabmem._io import write_text
+from tabmem.memorization.summary import EXCESS_MEMORIZATION
 from tabmem.report.model import Cell
 from tabmem.studies.runner import StudyOutcome, run_study
 from tabmem.studies.store import load_results
@@ -194,7 +195,7 @@ def headline(results: pd.DataFrame) -> list[dict[str, Any]]:
             r = pick("audit", metric)
             row[f"{key}_pct"] = _scaled(r, "value", 100)
             row[f"{key}_ci_pct"] = _ci(r, 100)
-        r = pick("audit", "excess_memorization")
+        r = pick("audit", EXCESS_MEMORIZATION)
         row["excess_points"] = _scaled(r, "value", 100)
         row["excess_ci_points"] = _ci(r, 100)
         aucs = df[(df.step == "attack") & (df.metric == "auc")].sort_values("value", ascending=False, kind="stable")

@@ -85,7 +85,8 @@ ROW_COST = 5.0e-5
 PAIR_COST = 3.0e-10
 #: one bootstrap resample of the AUC and TPR intervals, per target
 BOOTSTRAP_COST = 2.0e-7
-#: LevAtt: seconds per (target x synthetic row x column) of bit-parallel edit distance
+#: attacks of ``cost_unit = "edit_distance"`` (LevAtt): seconds per (target x synthetic row x column) of
+#: bit-parallel edit distance
 LEVATT_COST = 1.1e-8
 #: quality metrics: seconds per (training row x column); MLE with the tabsyn grid (36 configurations)
 QUALITY_COST = {
@@ -145,15 +146,19 @@ def audit_seconds(n_distances: int, n_synthetic: float, n_holdout: float, cell: 
 
 
 def attack_seconds(attacks: list[str], n_targets: float, n_synthetic: float, cell: Any, n_bootstrap: int = 0) -> float:
-    """Every attack scores every target against the synthetic table (DOMIAS fits two densities);
-    the AUC and TPR bootstraps rank the targets ``n_bootstrap`` times per attack."""
+    """Every attack scores every target against the synthetic table, at its class's ``cost_unit`` times
+    ``cost_factor`` (DOMIAS fits two densities); the AUC and TPR bootstraps rank the targets
+    ``n_bootstrap`` times per attack."""
+    from tabmem.attacks import ATTACKS
+
     _, d = _n(cell)
     total = len(attacks) * n_bootstrap * n_targets * BOOTSTRAP_COST
     for name in attacks:
-        if name == "levatt":
-            total += n_targets * n_synthetic * d * LEVATT_COST
+        cls = ATTACKS[name]  # its cost_unit and cost_factor (tabmem.attacks.base)
+        if cls.cost_unit == "edit_distance":
+            total += cls.cost_factor * n_targets * n_synthetic * d * LEVATT_COST
         else:
-            total += (2.0 if name == "domias" else 1.0) * search_seconds(n_targets, n_synthetic, d)
+            total += cls.cost_factor * search_seconds(n_targets, n_synthetic, d)
     return total
 
 

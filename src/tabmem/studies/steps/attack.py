@@ -17,7 +17,7 @@ non-members nor the reference. The step then runs :func:`tabmem.runs.attack.atta
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from tabmem.studies.estimate import attack_seconds
 from tabmem.studies.inputs import subsample_rows
 from tabmem.studies.steps.base import CellInfo, Step, StepContext, register_step, require_test
 from tabmem.studies.store import MetricRow, metric
+
+if TYPE_CHECKING:
+    from tabmem.attacks.summary import AttackSummary
 
 
 def _attacks() -> list[str]:
@@ -110,11 +113,12 @@ class AttackStep(Step):
         keep = subsample_rows(len(test), c["n_non_members"], ctx.seed_for("non-members"))
         population = test.drop(index=test.index[keep]).reset_index(drop=True)
         non_members = test.iloc[keep].reset_index(drop=True)
-        defaults = {
-            "levatt": {"serializer": c["serializer"], "n_jobs": ctx.threads},
-            "dcr": {"distance": c["distance"], "n_jobs": ctx.threads},
-            "mc": {"distance": c["distance"], "n_jobs": ctx.threads},
-        }
+        from tabmem.attacks import ATTACKS
+
+        # the no-box attacks take the step's serializer/distance and threads as their classes list them;
+        # shadow-model attacks take [attack] params only
+        options = {"serializer": c["serializer"], "distance": c["distance"], "n_jobs": ctx.threads}
+        defaults = {a: ATTACKS[a].run_params(options) for a in c["attacks"] if not ATTACKS[a].needs_shadows}
         params = {name: {**defaults.get(name, {}), **dict(c["params"].get(name, {}))} for name in c["attacks"]}
         if c["shadows"]:
             return self._run_with_shadows(ctx, members, non_members, population, reference, params)
@@ -164,7 +168,7 @@ class AttackStep(Step):
         )
         return self._rows(ctx, captured[0], summary)
 
-    def _rows(self, ctx: StepContext, report: Any, summary: dict[str, Any]) -> list[MetricRow]:
+    def _rows(self, ctx: StepContext, report: Any, summary: AttackSummary) -> list[MetricRow]:
         from tabmem.attacks.evaluation import DEFAULT_FPRS
 
         rows: list[MetricRow] = []
@@ -191,7 +195,7 @@ class AttackStep(Step):
             ]
             audit = summary[name]
             for f in ("0.1", "0.01"):
-                m = audit["midst_tpr_at_fpr"][f]
+                m = (audit.midst_tpr_at_fpr or {})[f]
                 rows.append(
                     metric(
                         f"midst_tpr_at_fpr_{f}",
@@ -205,7 +209,7 @@ class AttackStep(Step):
             rows.append(
                 metric(
                     "epsilon_lower_bound",
-                    audit["epsilon_lower_bound"]["epsilon"],
+                    (audit.epsilon_lower_bound or {})["epsilon"],
                     component=name,
                     goal="minimize",
                     baseline=0.0,

@@ -16,13 +16,17 @@ once for the replica search; its headline numbers become metric rows too.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tabmem.memorization.summary import EXCESS_MEMORIZATION
 from tabmem.studies._fields import Field, choice, integer, number, string_list
 from tabmem.studies.estimate import audit_seconds
 from tabmem.studies.inputs import subsample_rows
 from tabmem.studies.steps.base import CellInfo, Step, StepContext, register_step, require_test
 from tabmem.studies.store import MetricRow, metric
+
+if TYPE_CHECKING:
+    from tabmem.memorization.summary import DistanceEvidence
 
 
 def _distances() -> list[str]:
@@ -79,7 +83,7 @@ class AuditStep(Step):
             if holdout is not None:
                 holdout = detector.validate(holdout, name="holdout", unseen=c["unseen"])
             result = detector.score(synthetic, holdout=holdout, unseen=c["unseen"])
-            evidence = {}
+            evidence = None
             if holdout is not None:
                 evidence = distance_evidence(
                     detector,
@@ -92,14 +96,13 @@ class AuditStep(Step):
             # the intervals in results.parquet are those of summary.json (one computation)
             s = result.save(
                 ctx.out / distance,
-                {"schema": schema.to_dict(), **evidence},
+                schema=schema.to_dict(),
+                evidence=evidence,
                 n_bootstrap=c["n_bootstrap"],
                 random_state=ctx.seed_for(f"audit-{distance}"),
             )
-            k, n = int(s["n_replicas"]), int(s["n_synthetic"])
-            tail = s["heavy_tail"]
-            hold = result.holdout
-            hold_rate = s.get("holdout_memorization_rate")
+            tail = s.heavy_tail
+            hold_rate = s.holdout_memorization_rate
 
             def m(name: str, value: Any, **kw: Any) -> MetricRow:
                 return metric(name, value, component=distance, **kw)  # noqa: B023 - used at once
@@ -107,37 +110,37 @@ class AuditStep(Step):
             rows.append(
                 m(
                     "memorization_rate",
-                    s["memorization_rate"],
-                    ci=tuple(s["memorization_rate_ci"]),
+                    s.memorization_rate,
+                    ci=tuple(s.memorization_rate_ci),
                     goal="minimize",
                     baseline=hold_rate,
                 )
             )
-            if hold is not None:
-                rows.append(m("holdout_memorization_rate", hold_rate, ci=tuple(s["holdout_memorization_rate_ci"])))
+            if s.has_holdout:
+                rows.append(m("holdout_memorization_rate", hold_rate, ci=tuple(s.holdout_memorization_rate_ci or ())))
                 rows.append(
                     m(
-                        "excess_memorization",
-                        s["excess_memorization"],
-                        ci=tuple(s["excess_memorization_ci"]),
+                        EXCESS_MEMORIZATION,
+                        s.excess_memorization,
+                        ci=tuple(s.excess_memorization_ci or ()),
                         goal="minimize",
                         baseline=0.0,
                     )
                 )
-            rows.append(m("mem_auc", s["mem_auc"], goal="minimize", baseline=s.get("holdout_mem_auc")))
-            rows.append(m("mem_auc_trapz10", s["mem_auc_trapz10"], goal="minimize"))
-            if hold is not None:
-                rows.append(m("holdout_mem_auc", s["holdout_mem_auc"]))
+            rows.append(m("mem_auc", s.mem_auc, goal="minimize", baseline=s.holdout_mem_auc))
+            rows.append(m("mem_auc_trapz10", s.mem_auc_trapz10, goal="minimize"))
+            if s.has_holdout:
+                rows.append(m("holdout_mem_auc", s.holdout_mem_auc))
             rows += [
-                m("n_replicas", k),
-                m("n_synthetic", n),
-                m("n_holdout", s.get("n_holdout")),
-                m("n_records_with_replicas", tail["n_records_with_replicas"]),
-                m("top_1pct_share", tail["top_1pct_share"]),
-                m("top_10pct_share", tail["top_10pct_share"]),
-                m("gini", tail["gini"]),
+                m("n_replicas", s.n_replicas),
+                m("n_synthetic", s.n_synthetic),
+                m("n_holdout", s.n_holdout),
+                m("n_records_with_replicas", tail.n_records_with_replicas),
+                m("top_1pct_share", tail.top_1pct_share),
+                m("top_10pct_share", tail.top_10pct_share),
+                m("gini", tail.gini),
             ]
-            if evidence:
+            if evidence is not None:
                 rows += _evidence_rows(evidence, m)
         return rows
 
@@ -148,9 +151,9 @@ class AuditStep(Step):
         return audit_seconds(len(config["distances"]), n, n_hold, cell)
 
 
-def _evidence_rows(ev: Mapping[str, Any], m: Any) -> list[MetricRow]:
+def _evidence_rows(ev: DistanceEvidence, m: Any) -> list[MetricRow]:
     """The headline numbers of the distance evidence, each with its holdout figure as the baseline."""
-    auth, ident, nndr = ev["authenticity"], ev["identical_matches"], ev["nndr"]
+    auth, ident, nndr = ev.authenticity, ev.identical_matches, ev.nndr
     rows = [
         m(
             "authenticity_closer_share",
@@ -169,7 +172,7 @@ def _evidence_rows(ev: Mapping[str, Any], m: Any) -> list[MetricRow]:
             kw = {"goal": "maximize", "baseline": hold_q.get(key)} if part == "synthetic" else {}
             rows.append(m(f"{prefix}nndr_q{key}", value, **kw))
         rows.append(m(f"{prefix}nndr_mean", (nndr.get(part) or {}).get("mean")))
-    copying = ev.get("data_copying")
+    copying = ev.data_copying
     if copying:
         rows += [
             m("data_copying_z", copying["z"], goal="maximize", baseline=0.0),

@@ -184,11 +184,11 @@ class DynamicCutStep(Step):
         )  # fmt: skip
         d = c["distance"]
         return [
-            metric("memorization_rate_vs_pruned", s["memorization_rate_vs_pruned"], component=d, goal="minimize"),
-            metric("n_pruned", s["n_pruned"]),
-            metric("n_retrain", s["n_retrain"]),
-            metric("n_new", s["n_new"]),
-            metric("warmup_epochs", s["warmup_epochs"]),
+            metric("memorization_rate_vs_pruned", s.memorization_rate_vs_pruned, component=d, goal="minimize"),
+            metric("n_pruned", s.n_pruned),
+            metric("n_retrain", s.n_retrain),
+            metric("n_new", s.n_new),
+            metric("warmup_epochs", s.warmup_epochs),
         ]
 
     @classmethod
