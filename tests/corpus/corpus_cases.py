@@ -624,6 +624,20 @@ CASES: list[Case] = [
 ]  # fmt: skip
 
 
+def _more_cases() -> list[Case]:
+    """The cases of the ``cases_*.py`` modules beside this one (one module per failure class)."""
+    import importlib
+    from pathlib import Path
+
+    found: list[Case] = []
+    for path in sorted(Path(__file__).parent.glob("cases_*.py")):
+        found += importlib.import_module(path.stem).CASES
+    return found
+
+
+CASES += _more_cases()
+
+
 def params() -> list[tuple[Case, str]]:
     """(case, command) pairs: every case under every command that reads its input."""
     return [(case, command) for case in CASES for command in case.commands]
