@@ -399,7 +399,8 @@ CASES: list[Case] = [
     Case("memory_tiny", "5 options", ("audit",), "error", args=("--memory-gb", "1e-9"), match=r"--memory-gb"),
     Case("n_jobs_zero", "5 options", ("audit", "attack", "quality"), "error", args=("--n-jobs", "0"),
          match=r"--n-jobs"),
-    Case("n_jobs_negative", "5 options", ("audit", "attack", "quality"), "error", args=("--n-jobs", "-3"),
+    # -3 is valid (all CPUs but 2: the one n_jobs rule, tabmem._checks); a fraction is not
+    Case("n_jobs_fraction", "5 options", ("audit", "attack", "quality"), "error", args=("--n-jobs", "1.5"),
          match=r"--n-jobs"),
     Case("n_jobs_word", "5 options", ("audit", "attack", "quality"), "error", args=("--n-jobs", "many"),
          match=r"--n-jobs"),

@@ -29,6 +29,7 @@ import pandas as pd
 from scipy.stats import rankdata
 from sklearn.metrics import roc_curve
 
+from tabmem._checks import check_positive_int
 from tabmem.errors import TabmemError
 
 DEFAULT_FPRS: tuple[float, ...] = (0.0, 0.001, 0.01, 0.1)
@@ -275,8 +276,7 @@ def top_k_worst_case(
     for col in (group, by):
         if col not in runs.columns:
             raise TabmemError(f"top_k_worst_case: column {col!r} not in the runs table (columns: {list(runs.columns)})")
-    if not isinstance(k, (int, np.integer)) or k < 1:
-        raise TabmemError(f"top_k_worst_case: k must be a positive integer, got {k!r}")
+    check_positive_int("top_k_worst_case: k", k)
     parts = []
     for _, g in runs.groupby(group, sort=True):
         order = np.argsort(-g[by].to_numpy(dtype=np.float64), kind="stable")[:k]

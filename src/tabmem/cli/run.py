@@ -11,14 +11,16 @@ from pathlib import Path
 
 import click
 
-from tabmem.cli._options import choice_option, count_option, data_dir_option, executor_option, out_dir_option
+from tabmem.cli._options import choice_option, data_dir_option, executor_option, n_jobs_option, out_dir_option
 from tabmem.errors import TabmemError
 
 
 @click.command("run")
 @click.argument("study_path", metavar="STUDY.toml", type=click.Path(dir_okay=False, path_type=Path))
 @executor_option("local: worker processes on this machine; ray: Ray tasks (a cluster with --address).")
-@count_option("--jobs", "Parallel tasks (default: available CPUs / the study's threads; ray: no limit).")
+@n_jobs_option(
+    "Parallel tasks (default: available CPUs / the study's threads; ray: no limit; -1: all CPUs).", flag="--jobs"
+)
 @click.option(
     "--address", default=None, help="Ray cluster to join (auto, or ray://host:port); default: start a local one."
 )

@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 from scipy.linalg.blas import sgemm
 
-from tabmem._checks import check_n_jobs
+from tabmem._checks import check_n_jobs, check_positive_int
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
+from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
 from tabmem.neighbors.distances import EPS32, Block, Distance, Queries, _far_gaps, _overflowed
 from tabmem.neighbors.index import NeighborIndex
 
