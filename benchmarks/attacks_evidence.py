@@ -1,4 +1,4 @@
-"""Evidence for the attacks issue: every attack on CASP (or ``--dataset``) in scenarios with a known answer.
+"""Evidence for docs/attacks.md: every attack on CASP (or ``--dataset``) in scenarios with a known answer.
 
 Members = 2,000 CASP training rows, non-members = 2,000 CASP test rows, DOMIAS reference =
 2,000 other training rows (never members, never scored). Synthetic tables:
@@ -12,7 +12,7 @@ Prints a table and writes JSON (``--out``) with AUC, its bootstrap CI, TPR@FPR 0
 interpolation and the tie-aware strict variant) per attack and scenario, and the Spearman
 correlation of per-record scores across attacks.
 
-    python benchmarks/attacks_evidence.py --out /tmp/attacks_evidence.json [--generators tvae,ctgan --epochs 30]
+    python benchmarks/attacks_evidence.py --out runs/attacks_evidence.json [--generators tvae,ctgan --epochs 30]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import time
 
 import pandas as pd
 
+from _paths import default_data_dir
 from tabmem.attacks.compare import score_correlations
 from tabmem.attacks.leaks import one_digit_leak
 from tabmem.attacks.runner import run_attacks
@@ -35,7 +36,11 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--generators", default="")
     ap.add_argument("--epochs", type=int, default=30)
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--skip-constructed", action="store_true", help="only the generator scenarios")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()

@@ -40,7 +40,9 @@ import sys
 import time
 from pathlib import Path
 
-DEFAULT_REF_PYTHON = os.environ.get("TABMEM_CTGAN_REF_PYTHON", "/work/venvs/ctgan-ref/bin/python")
+from _paths import default_data_dir
+
+DEFAULT_REF_PYTHON = os.environ.get("TABMEM_CTGAN_REF_PYTHON")  # the reference package's interpreter
 TARGET, POSITIVE = "income", ">50K"
 
 
@@ -315,8 +317,14 @@ def reference_parser(doc: str) -> argparse.ArgumentParser:
 def reference_args(ap: argparse.ArgumentParser, worker, out_help: str | None = None) -> argparse.Namespace | None:
     """Add ``--ref-python``, ``--data-dir`` and ``--out``, parse; in a worker process run ``worker(spec)``
     and return None."""
-    ap.add_argument("--ref-python", default=DEFAULT_REF_PYTHON)
-    ap.add_argument("--data-dir", default=os.environ.get("TABMEM_DATA_DIR", "/work/shared/datasets"))
+    ap.add_argument(
+        "--ref-python", default=DEFAULT_REF_PYTHON, help="python of the ctgan venv (default: $TABMEM_CTGAN_REF_PYTHON)"
+    )
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--out", help=out_help)
     args = ap.parse_args()
     if args.worker:
@@ -324,6 +332,8 @@ def reference_args(ap: argparse.ArgumentParser, worker, out_help: str | None = N
         return None
     if not args.out:
         ap.error("--out is required")
+    if not args.ref_python:
+        ap.error("--ref-python (or $TABMEM_CTGAN_REF_PYTHON) is required: the python of the ctgan venv")
     return args
 
 

@@ -1,4 +1,4 @@
-"""Evidence for the generators issue: CTGAN / TVAE trained on Adult on this CPU, memorization rate with the
+"""Evidence for docs/ctgan_tvae.md: CTGAN / TVAE trained on Adult on this CPU, memorization rate with the
 papers' ``fang2024`` distance next to the published figures and the holdout baseline.
 
 For each model: train on the full Adult training table (32,561 rows) with ``--preset`` (default ``paper``,
@@ -10,8 +10,8 @@ test rows (holdout baseline) with ``ReplicaDetector(distance="fang2024")``.
 
 Usage::
 
-    python benchmarks/ctgan_tvae_evidence.py --model tvae --epochs 300 --budget-min 14 --out /tmp/ev_tvae.json
-    python benchmarks/ctgan_tvae_evidence.py --model ctgan --epochs 300 --budget-min 14 --out /tmp/ev_ctgan.json
+    python benchmarks/ctgan_tvae_evidence.py --model tvae --epochs 300 --budget-min 14 --out runs/ev_tvae.json
+    python benchmarks/ctgan_tvae_evidence.py --model ctgan --epochs 300 --budget-min 14 --out runs/ev_ctgan.json
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 import torch
+
+from _paths import default_data_dir
 
 PUBLISHED = {"ctgan": 21.68, "tvae": 30.78}  # % at 300 epochs (TabCutMix paper, Table 9; ctgan package)
 
@@ -34,7 +36,11 @@ def main() -> None:
     ap.add_argument("--track-every", type=int, default=25)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--preset", default="paper", help="generator preset; 'none' for the class defaults")
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--out", default=None)
     ap.add_argument("--save", default=None, help="save the trained model here")
     ap.add_argument("--checkpoint", default=None, help="checkpoint file (written every epoch)")

@@ -1,4 +1,4 @@
-"""Evidence (issue 13): audited ε lower bounds of the DP-SGD LLM generator next to its claimed ε.
+"""Evidence: audited ε lower bounds of the DP-SGD LLM generator next to its claimed ε.
 
 Diabetes (442 rows, ships with scikit-learn) split in half at random: 221 members (training rows)
 and 221 non-members; a balanced split gives the audit the most power. The LLM generator (preset

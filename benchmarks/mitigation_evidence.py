@@ -1,4 +1,4 @@
-"""Evidence for issue 10 (mitigation): every arm x seed is one run directory; finished ones are skipped.
+"""Evidence for the mitigation docs: every arm x seed is one run directory; finished ones are skipped.
 
 Regime (part 1, see ``benchmarks/mitigation_regime.py``): ``--n-train`` rows drawn from the dataset's
 training split (data seed 0) and ``--n-train`` other rows of the same split as the holdout (same
@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from _paths import default_data_dir
 
 AUG_ARMS = {
     "tcm30": ("tabcutmix", {}),
@@ -409,7 +411,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--arms", nargs="+", default=["none", "random10", "dc10", "count10", "tcm30", "dcm", "smote30"])
     ap.add_argument("--mle-grid", default="tabsyn")
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--out", default="runs/mitigation")
     ap.add_argument("--report", action="store_true")
     ap.add_argument(

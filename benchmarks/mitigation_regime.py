@@ -1,4 +1,4 @@
-"""Evidence (issue 10, part 1): find a CPU-scale regime where a generator memorizes clearly above the
+"""Evidence: find a CPU-scale regime where a generator memorizes clearly above the
 holdout baseline.
 
 Draws ``--n-train`` training rows and ``--n-train`` holdout rows (disjoint, same population: both from
@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from _paths import default_data_dir
+
 
 def bootstrap_excess(syn: np.ndarray, hold: np.ndarray, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
     """Percentile 95% CI of mean(syn) - mean(hold), both resampled with replacement."""
@@ -45,7 +47,11 @@ def main() -> None:
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--distance", nargs="+", default=["fang2024", "gower"])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.set_num_threads(1)

@@ -9,12 +9,12 @@ non-equivalent mutants killed on every module.
 
 Run it from a separate virtualenv (mutmut is not a project dependency; an unpinned torch pulls CUDA)::
 
-    python3 -m venv /work/venvs/mutation
-    /work/venvs/mutation/bin/pip install torch==2.13.0
-    /work/venvs/mutation/bin/pip install -e ".[all,test]" mutmut
-    nice -n 10 /work/venvs/mutation/bin/python benchmarks/mutation.py --modules digit_modifier tlp
-    /work/venvs/mutation/bin/python benchmarks/mutation.py --report-only      # tables from earlier runs
-    /work/venvs/mutation/bin/python benchmarks/mutation.py --modules tlp --recheck  # after adding tests
+    python3 -m venv ../venvs/mutation
+    ../venvs/mutation/bin/pip install torch==2.13.0
+    ../venvs/mutation/bin/pip install -e ".[all,test]" mutmut
+    nice -n 10 ../venvs/mutation/bin/python benchmarks/mutation.py --modules digit_modifier tlp
+    ../venvs/mutation/bin/python benchmarks/mutation.py --report-only      # tables from earlier runs
+    ../venvs/mutation/bin/python benchmarks/mutation.py --modules tlp --recheck  # after adding tests
 
 Each module runs in its own copy of the work tree under ``--work`` (mutmut writes a ``mutants/``
 folder there), one module at a time, with only that module's test files, one torch/BLAS thread
@@ -27,7 +27,7 @@ timeout may be a slow test rather than a kill). Adding a test file to a module's
 mutmut forget every verdict, so the script keeps them in ``<work>/<module>/verdicts.json``; a run
 stopped before the end and then rechecked continues with ``--unchecked`` (the mutants never run)::
 
-    nice -n 10 /work/venvs/mutation/bin/python benchmarks/mutation.py --modules replicas --unchecked
+    nice -n 10 ../venvs/mutation/bin/python benchmarks/mutation.py --modules replicas --unchecked
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Evidence (issue 13): shadow-model attacks, ε lower bounds, the copying test and authenticity on real data.
+"""Evidence: shadow-model attacks, ε lower bounds, the copying test and authenticity on real data.
 
 Two regimes of TabDDPM ``small`` on a 1,000-row Adult subsample (members), with 1,000 held-out rows of
 the same split as non-members and 2,000 further rows as the population (DOMIAS reference, shadow top-up):
@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from _paths import default_data_dir
+
 
 def tables(data_dir: str, n: int, n_pop: int, data_seed: int):
     from tabmem.data.datasets import load_dataset
@@ -50,7 +52,11 @@ def main() -> None:
     ap.add_argument("--n-shadows", type=int, default=16)
     ap.add_argument("--data-seed", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.step == "table":

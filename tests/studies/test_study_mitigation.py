@@ -1,4 +1,4 @@
-"""Issue 10's mitigation steps in a study: ``augment`` before train, ``dynamiccut`` instead of train."""
+"""The mitigation steps in a study: ``augment`` before train, ``dynamiccut`` instead of train."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Membership-inference evaluation: AUC, TPR at low FPR, CIs, ROC points and worst cases.
 
-Conventions follow the LevAtt paper's code (Ward et al. 2025, ``AttackEvaluator.roc_metrics``;
-brief ``levatt-tlp-dm.md`` §2.4-2.5): higher score = "member"; ``AUC = roc_auc_score`` (ties count
+Conventions follow the LevAtt paper's code (Ward et al. 2025, ``AttackEvaluator.roc_metrics``):
+higher score = "member"; ``AUC = roc_auc_score`` (ties count
 one half); ``TPR@f = np.interp(f, fpr, tpr)`` on scikit-learn's ROC curve, so ``TPR@0`` is the
 largest TPR reachable with no false positive. Integer edit distances tie a lot, and the
 interpolation then credits a *randomised* threshold inside a tie block; the tie-aware variant

@@ -4,7 +4,7 @@
 every ``every`` epochs it samples ``n_samples`` rows (default ``|train|``, as the papers do)
 from the model under training and scores them with the core
 :class:`~tabmem.memorization.replicas.ReplicaDetector` against the original training table.
-Per tracked epoch e and training record x_r it stores (DynamicCut brief §2.7):
+Per tracked epoch e and training record x_r it stores (DynamicCut's definitions):
 
 * ``replica_count`` c_e(x_r): synthetic rows whose NN1 is x_r and whose ratio r < threshold;
 * the indicator 1_e(x_r) = [c_e(x_r) > 0] (derived: ``replica_count > 0``);

@@ -2,7 +2,7 @@
 
 Alaa et al., "How Faithful is your Synthetic Data?" (ICML 2022); the naive (no one-class
 embedding) version of synthcity's ``AlphaPrecision`` as used by TabSyn/TabCutMix
-(``delta_precision_alpha_naive``, ``delta_coverage_beta_naive``; paper brief §4.2):
+(``delta_precision_alpha_naive``, ``delta_coverage_beta_naive``, as TabCutMix reports them):
 
 * rows are encoded as ``[min-max scaled numericals, one-hot categoricals]`` (scaler fitted on
   the real table), center ``c`` = mean real row;

@@ -1,6 +1,6 @@
 """DCR share: how often a synthetic row is closer to the training table than to a holdout.
 
-TabSyn's ``eval_dcr.py`` protocol (paper brief §4.2; amazon-science/tabsyn#18): numericals divided
+TabSyn's ``eval_dcr.py`` protocol (as TabCutMix uses it; amazon-science/tabsyn#18): numericals divided
 by the training range, categoricals one-hot, **L1** distance; for each synthetic row ``s``,
 ``DCR_train(s) = min_t ||s - t||_1`` and ``DCR_holdout(s) = min_h ||s - h||_1``; the score is the
 share of synthetic rows with ``DCR_train < DCR_holdout`` (strict). With a holdout as large as

@@ -1,7 +1,7 @@
 """C2ST: logistic-regression detection exactly as SDMetrics' ``LogisticDetection`` computes it.
 
 Classifier two-sample test (Lopez-Paz & Oquab 2017) in the SDMetrics form used by TabSyn and
-TabCutMix (paper brief §4.2): label real rows 1 and synthetic rows 0; encode numericals as
+TabCutMix's detection protocol: label real rows 1 and synthetic rows 0; encode numericals as
 values with missing ones filled by the *real* mean, boolean columns as 0/1, other categoricals
 one-hot (categories of the real table; an unseen synthetic category is all zeros, where
 sdmetrics would fail); stratified 3-fold CV of ``SimpleImputer -> RobustScaler ->

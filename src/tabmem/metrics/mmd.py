@@ -14,7 +14,7 @@ Estimators:
   (unbiased, higher variance, ``O(n)``).
 
 ``mode="paper"`` reproduces the LevAtt code (synthcity's ``MaximumMeanDiscrepancy``,
-LevAtt brief §2.8): the *biased* V-statistic with ``exp(-gamma ||a-b||^2)``, ``gamma = 1`` on
+as the LevAtt paper uses it): the *biased* V-statistic with ``exp(-gamma ||a-b||^2)``, ``gamma = 1`` on
 **raw** numerical values plus one-hot. It is scale-dependent: on columns with large ranges
 every cross kernel is ~0 and the value collapses to ~``1/n + 1/m`` whatever the data.
 

@@ -1,6 +1,6 @@
 """Column Pair Trends as SDMetrics' QualityReport computes it, vectorised.
 
-For every pair of columns (TabSyn/TabCutMix §4.2 "Trend"):
+For every pair of columns (TabSyn/TabCutMix "Trend"):
 
 * numerical-numerical: ``CorrelationSimilarity = 1 - |rho_real - rho_syn| / 2`` (Pearson, on the
   rows where both values are present; NaN when a column is constant);
