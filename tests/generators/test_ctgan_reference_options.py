@@ -220,7 +220,7 @@ def test_numerical_decoding_changes_numericals_only(table, name) -> None:
 
 PUBLISHED_RATE, PUBLISHED_SD = 21.68, 0.62  # CTGAN on Adult, TabCutMix Table 9 (ctgan package, 5 seeds)
 # preset="paper", Adult, 300 epochs, one torch thread, sample seed = seed + 1 (docs/ctgan_tvae.md,
-# benchmarks/ctgan_tvae_reference.py, runs/cmp_ctgan_300). The package (ctgan 0.12.1, seed 0):
+# studies/ctgan_tvae/ctgan_tvae_reference.py, runs/cmp_ctgan_300). The package (ctgan 0.12.1, seed 0):
 # 21.45 %, Shape 0.860, Trend 0.816; real `>50K` share 0.241.
 MEASURED_300 = {
     0: {"rate": 21.790, "shape": 0.8644, "trend": 0.8484, "positive": 0.3163},

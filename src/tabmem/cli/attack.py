@@ -3,7 +3,7 @@
 No-box attacks (LevAtt, DCR, MC, density, DOMIAS) need only the tables; shadow-model attacks
 (``lira``, ``lira_offline``, ``lira_levatt``, ``lira_domias``, ``groundhog``) also need
 ``--population`` and ``--model``: shadow generators are trained under ``--out/shadows/`` (cached,
-resumable). A thin shell over :func:`tabmem.studies.attack_to_dir`, which writes
+resumable). A thin shell over :func:`tabmem.runs.attack.attack_to_dir`, which writes
 ``summary.json``, ``scores.csv``, ``risk.csv`` (per-record evidence, strongest first) and
 ``roc.csv`` (every attack's ROC corners) to
 ``--out``; the terminal shows aggregate metrics only, never a record's values.

@@ -1,6 +1,6 @@
 """``tabmem dynamiccut``: warm up with tracking, rank records, prune the top fraction, retrain from scratch.
 
-A thin shell over :func:`tabmem.studies.dynamiccut_to_dir` (directory layout there:
+A thin shell over :func:`tabmem.runs.dynamiccut.dynamiccut_to_dir` (directory layout there:
 ``warmup/``, ``ranking.csv``, ``retrain/``, ``synthetic.csv``, ``summary.json``). The terminal shows
 one line per stage and a before/after table of aggregates; no record values are printed.
 """

@@ -1,6 +1,6 @@
 """``tabmem train``: train a registered generator with checkpoints and per-record memorization tracking.
 
-A thin shell over :func:`tabmem.studies.train_to_dir` (see there for the output layout:
+A thin shell over :func:`tabmem.runs.train.train_to_dir` (see there for the output layout:
 model.pt, checkpoint.pt, synthetic.csv, tracking/, summary.json, dynamics.json). Nothing here
 prints or logs raw training records.
 """

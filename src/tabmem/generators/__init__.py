@@ -7,7 +7,7 @@
 * Callbacks live in :mod:`tabmem.callbacks` (re-exported here): :class:`Callback`,
   :class:`CheckpointCallback`, :class:`EarlyStopping`, :class:`LambdaCallback`; the per-record
   memorization tracker is :class:`tabmem.memorization.tracker.MemorizationTracker`.
-* Training into a run directory (``tabmem train``) is :func:`tabmem.studies.train_to_dir`.
+* Training into a run directory (``tabmem train``) is :func:`tabmem.runs.train.train_to_dir`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 * :class:`DynamicCut` (warm-up, rank, prune, retrain from scratch; ``mix=`` for DynamicCutMix) and
   :func:`mitigation_report` (memorization vs the original and the pruned table, holdout baseline,
   quality). The resumable directory run behind ``tabmem dynamiccut`` is
-  :func:`tabmem.studies.dynamiccut_to_dir`.
+  :func:`tabmem.runs.dynamiccut.dynamiccut_to_dir`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ skips stage 1, and so does ``prune_by="random"`` (the control needs no warm-up).
 ``prune_by="count"`` (the papers' sample-removal oracle) ranks by the replica counts of a *fully*
 trained model, so its stage 1 is the full schedule.
 
-:class:`DynamicCut` runs both stages in memory; :func:`tabmem.studies.dynamiccut_to_dir` runs
+:class:`DynamicCut` runs both stages in memory; :func:`tabmem.runs.dynamiccut.dynamiccut_to_dir` runs
 them into a resumable directory (``tabmem dynamiccut``). Both use :func:`check_dynamiccut` and
 :func:`retrain_table`. The final model is judged with
 :func:`~tabmem.mitigation.evaluation.mitigation_report` against the original table and the pruned

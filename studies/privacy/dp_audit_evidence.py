@@ -1,16 +1,20 @@
 """Evidence: audited ε lower bounds of the DP-SGD LLM generator next to its claimed ε.
 
+A script, not a study: it attacks with a split of diabetes in halves at random (members and
+non-members from one table), which the study engine's dataset splits do not express; the DP generator
+itself can be a study cell (``dp_epsilon`` parameter of the ``llm`` generator).
+
 Diabetes (442 rows, ships with scikit-learn) split in half at random: 221 members (training rows)
 and 221 non-members; a balanced split gives the audit the most power. The LLM generator (preset
 ``small``: 3-layer from-scratch GPT-2, digit format) is trained for ``--epochs`` epochs without DP
 (ε = ∞) and with DP-SGD at ``--dp-epsilon`` (opacus, δ = 1/(10 n)), each into a resumable run
-directory (:func:`tabmem.studies.train_to_dir`), then attacked with the no-box attacks
-(:func:`tabmem.studies.attack_to_dir`): per attack AUC, TPR at FPR 0.1 and the empirical ε
+directory (:func:`tabmem.runs.train.train_to_dir`), then attacked with the no-box attacks
+(:func:`tabmem.runs.attack.attack_to_dir`): per attack AUC, TPR at FPR 0.1 and the empirical ε
 lower bound at the generator's δ, next to the claim.
 
 Usage (niced, one torch thread; about 11 s per epoch per model on this shared CPU)::
 
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/dp_audit_evidence.py --epochs 150 --out runs/dp
+    OMP_NUM_THREADS=1 nice -n 10 python studies/privacy/dp_audit_evidence.py --epochs 150 --out runs/dp
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
 """Evidence for docs/llm.md: LevAtt on a from-scratch REaLTabFormer-style model, without defence,
 with TLP at the calibrated tendency, and with the Digit Modifier, next to fidelity and utility.
 
+The defences as a study: ``tabmem run studies/defences/quick.toml`` (TLP sweep and Digit Modifier on
+the same model). This script is kept because docs/llm.md's figures were measured with it: it
+calibrates the TLP tendency on the run and checkpoints the training every 25 epochs.
+
 Members = the dataset's 80% split (seed 42), non-members = the other 20%. Usage::
 
-    python benchmarks/llm_evidence.py --dataset diabetes --epochs 300 --out runs/llm_evidence
+    python studies/defences/llm_evidence.py --dataset diabetes --epochs 300 --out runs/llm_evidence
 
 Training checkpoints every 25 epochs into ``OUT/DATASET/checkpoint.pt`` and resumes from it.
 Results go to ``OUT/DATASET/results.json`` and a Markdown table on stdout (aggregates only).

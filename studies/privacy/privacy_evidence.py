@@ -1,22 +1,27 @@
 """Evidence: shadow-model attacks, ε lower bounds, the copying test and authenticity on real data.
 
+The same experiment as a study: ``tabmem run studies/privacy/quick.toml`` (the cells' results in
+``results.parquet``, the report with ``tabmem report``). This script is kept because docs/attacks.md's
+tables were measured with it: it takes the non-members and the population from the training split
+(the study takes them from the test split) and prints those tables from its ``evidence.json``.
+
 Two regimes of TabDDPM ``small`` on a 1,000-row Adult subsample (members), with 1,000 held-out rows of
 the same split as non-members and 2,000 further rows as the population (DOMIAS reference, shadow top-up):
 
 * ``mem``: trained long (``--epochs-mem``, default 1,000): memorizes above the holdout baseline;
 * ``nomem``: trained briefly (``--epochs-nomem``, default 200): memorization near the baseline.
 
-``train`` trains the released generator (``tabmem.studies.train_to_dir``, with the replica audit
+``train`` trains the released generator (``tabmem.runs.train.train_to_dir``, with the replica audit
 next to the holdout baseline) and ``--n-shadows`` shadows (``tabmem.runs.shadows``), all cached
-and resumable under ``--out/<regime>/``. ``attack`` runs ``tabmem.studies.attack_to_dir`` (LiRA
+and resumable under ``--out/<regime>/``. ``attack`` runs ``tabmem.runs.attack.attack_to_dir`` (LiRA
 online/offline with DCR, DOMIAS and LevAtt statistics, Groundhog, and the no-box attacks) and the audit
 additions on each regime, and prints the tables of ``docs/attacks.md``.
 
 Usage (niced, one torch thread; about 5 CPU-minutes per ``mem`` shadow on this machine)::
 
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/privacy_evidence.py train --regime nomem --out runs/privacy
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/privacy_evidence.py train --regime mem --out runs/privacy
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/privacy_evidence.py attack --regime mem --out runs/privacy
+    OMP_NUM_THREADS=1 nice -n 10 python studies/privacy/privacy_evidence.py train --regime nomem --out runs/privacy
+    OMP_NUM_THREADS=1 nice -n 10 python studies/privacy/privacy_evidence.py train --regime mem --out runs/privacy
+    OMP_NUM_THREADS=1 nice -n 10 python studies/privacy/privacy_evidence.py attack --regime mem --out runs/privacy
 """
 
 from __future__ import annotations
@@ -29,7 +34,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from _paths import default_data_dir
+
+def default_data_dir() -> str | None:
+    """``$TABMEM_DATA_DIR``, else ``../shared/datasets`` next to the checkout, else None (the dataset cache)."""
+    import os
+    from pathlib import Path
+
+    sibling = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    return os.environ.get("TABMEM_DATA_DIR") or (str(sibling) if sibling.is_dir() else None)
 
 
 def tables(data_dir: str, n: int, n_pop: int, data_seed: int):

@@ -1,5 +1,8 @@
 """How CTGAN's generated rows follow their conditions, per epoch: tabmem against the reference ``ctgan`` package.
 
+A script, not a study: it compares with the reference ``ctgan`` package, which runs in a virtualenv of
+its own (``--ref-python``) and is never a tabmem dependency; the study engine runs tabmem components only.
+
 The label share of a CTGAN sample is ``sum_j (1/J) sum_k w_jk P_gen(label | column j = k)`` under the
 generation law (column ``j`` uniform, category ``k`` with weight ``w_jk``). This script measures each
 factor on both implementations, on the Adult training split, with conditions recorded row by row:
@@ -21,13 +24,13 @@ The package (BUSL-1.1, never a tabmem dependency) runs in its own environment as
 pandas and torch.
 
     # per-epoch trajectories, 30 epochs, both sides (about 10 minutes per side on a quiet core)
-    python benchmarks/ctgan_condition_fidelity.py --side reference tabmem --epochs 30 --seed 0 \\
+    python studies/ctgan_tvae/ctgan_condition_fidelity.py --side reference tabmem --epochs 30 --seed 0 \\
         --track-every 3 --out runs/fidelity30
     # a saved tabmem model (e.g. a fit of ctgan_tvae_reference.py)
-    python benchmarks/ctgan_condition_fidelity.py --model-file runs/cmp_ctgan_300/ctgan_tabmem_fit_X.pt \\
+    python studies/ctgan_tvae/ctgan_condition_fidelity.py --model-file runs/cmp_ctgan_300/ctgan_tabmem_fit_X.pt \\
         --out runs/fidelity_saved
     # the two normalisers' encodings of the training table (no training, a minute)
-    python benchmarks/ctgan_condition_fidelity.py --encoding --out runs/encoding
+    python studies/ctgan_tvae/ctgan_condition_fidelity.py --encoding --out runs/encoding
 """
 
 from __future__ import annotations
@@ -40,8 +43,6 @@ import sys
 import time
 from pathlib import Path
 
-from _paths import default_data_dir
-
 DEFAULT_REF_PYTHON = os.environ.get("TABMEM_CTGAN_REF_PYTHON")  # the reference package's interpreter
 TARGET, POSITIVE = "income", ">50K"
 
@@ -49,6 +50,15 @@ TARGET, POSITIVE = "income", ">50K"
 # ---------------------------------------------------------------------------------------------------------
 # Shared by both sides (numpy/pandas only)
 # ---------------------------------------------------------------------------------------------------------
+def default_data_dir() -> str | None:
+    """``$TABMEM_DATA_DIR``, else ``../shared/datasets`` next to the checkout, else None (the dataset cache)."""
+    import os
+    from pathlib import Path
+
+    sibling = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    return os.environ.get("TABMEM_DATA_DIR") or (str(sibling) if sibling.is_dir() else None)
+
+
 def cell_counts(frame, cond_column, cond_value, ce) -> dict:
     """Per (conditioned column, category): rows, rows honouring the condition, rows with the positive label."""
     import numpy as np

@@ -1,5 +1,8 @@
 """How much of the Adult memorization rate comes from output post-processing (rounding, clipping)?
 
+A script, not a study: it samples a saved model twice from the same latent draws with the output
+post-processing switched off, a generator internal no step exposes.
+
 Loads models saved by ``ctgan_tvae_evidence.py`` (``--checkpoint``/``--save`` files), samples |train| rows
 twice from the same latent draws: as ``sample()`` returns them (integer columns rounded, numericals clipped
 to the training range, as tabmem and SDV do) and raw (no rounding, no clipping, as the ``ctgan`` package's
@@ -7,7 +10,7 @@ defaults return them), and scores both with ``ReplicaDetector("fang2024")``.
 
 Usage::
 
-    python benchmarks/ctgan_tvae_rounding.py runs/ev_tvae2.pt runs/ev_ctgan3.pt
+    python studies/ctgan_tvae/ctgan_tvae_rounding.py runs/ev_tvae2.pt runs/ev_ctgan3.pt
 """
 
 from __future__ import annotations
@@ -18,7 +21,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from _paths import default_data_dir
+
+def default_data_dir() -> str | None:
+    """``$TABMEM_DATA_DIR``, else ``../shared/datasets`` next to the checkout, else None (the dataset cache)."""
+    import os
+    from pathlib import Path
+
+    sibling = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    return os.environ.get("TABMEM_DATA_DIR") or (str(sibling) if sibling.is_dir() else None)
 
 
 def raw_sample(gen, n: int, seed: int, *, post: bool) -> pd.DataFrame:
