@@ -1,7 +1,8 @@
 """Evidence for the mitigation docs: every arm x seed is one run directory; finished ones are skipped.
 
 As a study: ``tabmem run studies/mitigation/full.toml`` runs the arms none, random10, dc10, count10,
-tcm30, dcm and smote30 on TabDDPM, TVAE and CTGAN (3 seeds). The study engine cannot express the rest,
+tcm30, dcm and smote30 on TabDDPM, TVAE and CTGAN (3 seeds), and ``studies/mitigation/papers.toml``
+the full-Adult arms (none, tcm30, tcmp30, smote30). The study engine cannot express the rest,
 so this script stays for it: the transfer arms ``xfer-<model>-<arm>`` (a ranking from another cell),
 ``--reeval`` (more samples of every final model), a holdout from the training split, and the
 ``--report`` table docs/mitigation.md cites.

@@ -158,3 +158,6 @@ def test_shipped_mitigation_studies_parse_into_their_arms():
         for step in cell.steps:
             if step.name == "dynamiccut" and step.config["prune_by"] == "intensity":
                 assert step.config["warmup_epochs"] * 5 == step.config["resolved"]["epochs"]
+    papers = load_study(root / "papers.toml")  # the full Adult training split, one seed
+    assert {c.labels["mitigation"] for c in papers.cells} == {"none", "tcm30", "tcmp30", "smote30"}
+    assert len(papers.cells) == 4 and {c.seed for c in papers.cells} == {0}
