@@ -23,6 +23,8 @@ import time
 import numpy as np
 import torch
 
+from _paths import default_data_dir
+
 
 def gemm_ceiling(n: int = 1024, repeats: int = 5) -> float:
     a, b = torch.randn(n, n), torch.randn(n, n)
@@ -72,7 +74,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     from tabmem.data.datasets import load_dataset

@@ -20,10 +20,10 @@ import argparse
 import hashlib
 import os
 import time
-from pathlib import Path
 
 import pandas as pd
 
+from _paths import default_data_dir, require_data_dir
 from tabmem.data.datasets import get_dataset_spec, list_datasets, load_dataset, sha256_file
 
 # the data files a by-hand baseline reads (no split, no schema, default float parser)
@@ -52,10 +52,14 @@ def best_of(fn, repeat: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=os.environ.get("TABMEM_DATA_DIR", "/work/shared/datasets"))
+    parser.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    data_dir = Path(args.data_dir)
+    data_dir = require_data_dir(args.data_dir)
 
     buf = os.urandom(64 << 20)
     sha_rate = len(buf) / best_of(lambda: hashlib.sha256(buf).digest(), args.repeat) / 1e6

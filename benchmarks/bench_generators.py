@@ -5,7 +5,7 @@ check of like-with-like: the plain MLP baseline has exactly the denoiser's Linea
 time-embedding MLP (asserted):
 
 1. the machine's float32 matmul ceiling (GFLOP/s of one large GEMM) and a plain torch MLP
-   train step of the paper's denoiser shapes (the baseline the issue quotes);
+   train step of the paper's denoiser shapes (the baseline docs/generators.md quotes);
 2. TabDDPM's denoiser train step (paper network, batch 4096) in GFLOP/s and as a fraction of both;
 3. training throughput (rows/s) of every registered generator on Adult (one epoch each);
 4. sampling throughput (rows/s and denoiser GFLOP/s) of TabDDPM small (the whole chain) and paper
@@ -27,6 +27,8 @@ import time
 
 import numpy as np
 import torch
+
+from _paths import default_data_dir
 
 
 def gemm_ceiling(n: int = 2048, repeats: int = 5) -> float:
@@ -124,7 +126,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--overhead-epochs", type=int, default=10)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)

@@ -1,6 +1,6 @@
 """Benchmark of LevAtt's exact min-Levenshtein search against brute-force baselines, same run, same data.
 
-Data (CASP-like, the issue's setting): CASP rows shuffled (seed 0); members = 20,000 rows;
+Data (CASP-like): CASP rows shuffled (seed 0); members = 20,000 rows;
 synthetic = one-digit leaks of 16,000 members + 16,000 other real rows (32,000); queries =
 1,000 members + 1,000 non-members (2,000). Rows are serialised with ``--format`` (``canonical``,
 LevAtt's default, and/or the paper's ``paper_sft``).
@@ -35,6 +35,7 @@ import pandas as pd
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
+from _paths import default_data_dir
 from tabmem.attacks.leaks import one_digit_leak
 from tabmem.data.serialization import get_serializer
 from tabmem.neighbors.levenshtein import LevenshteinIndex
@@ -166,7 +167,11 @@ def main() -> None:
     )
     p.add_argument("--loop-queries", type=int, default=10, help="queries timed for the paper's loop (extrapolated)")
     p.add_argument("--repeat", type=int, default=2)
-    p.add_argument("--data-dir", default=os.environ.get("TABMEM_DATA_DIR", "/work/shared/datasets"))
+    p.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     args = p.parse_args()
     queries, synthetic, schema, n_half = make_data(args.queries, args.synthetic, args.data_dir)
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (shared; read the ratios)")

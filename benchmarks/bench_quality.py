@@ -1,7 +1,7 @@
 """Benchmark of the quality-metric kernels against their reference implementations.
 
 Run: ``python benchmarks/bench_quality.py [--sizes 32000 100000] [--skip-sdmetrics]``;
-``python benchmarks/bench_quality.py --evidence`` prints the issue's evidence (see ``evidence``);
+``python benchmarks/bench_quality.py --evidence`` prints the evidence docs/quality.md cites (see ``evidence``);
 ``python benchmarks/bench_quality.py --report`` times whole reports (see ``report_timings``).
 
 1. Shape + Trend (every column pair scored) on Adult-like tables (Adult's training split,
@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "metri
 
 from metric_tables import load_adult, perturbed_resample, sdmetrics_metadata  # noqa: E402
 
+from _paths import default_data_dir, require_data_dir
 from tabmem.data.encoding import TableEncoder  # noqa: E402
 from tabmem.metrics.dcr_share import nearest_l1  # noqa: E402
 from tabmem.metrics.mmd import kernel_sum  # noqa: E402
@@ -198,7 +199,7 @@ def report_timings(data_dir: Path) -> None:
 
 
 def evidence(data_dir: Path, mle_grid: str) -> None:
-    """Issue evidence: Shape/Trend next to sdmetrics on Adult and Shoppers, MLE real vs synthetic."""
+    """Evidence of docs/quality.md: Shape/Trend next to sdmetrics on Adult and Shoppers, MLE real vs synthetic."""
     from metric_tables import load_shoppers
     from sdmetrics.reports.single_table import QualityReport
 
@@ -239,7 +240,11 @@ def evidence(data_dir: Path, mle_grid: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[32_000, 100_000])
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--skip-sdmetrics", action="store_true")
     ap.add_argument(
         "--evidence", action="store_true", help="Adult/Shoppers Shape/Trend vs sdmetrics and MLE real vs synthetic"
@@ -248,12 +253,12 @@ def main() -> None:
     ap.add_argument("--report", action="store_true", help="time whole reports (full Adult, diabetes)")
     args = ap.parse_args()
     if args.evidence:
-        evidence(Path(args.data_dir), args.mle_grid)
+        evidence(require_data_dir(args.data_dir), args.mle_grid)
         return
     if args.report:
-        report_timings(Path(args.data_dir))
+        report_timings(require_data_dir(args.data_dir))
         return
-    train, _, schema = load_adult(Path(args.data_dir))
+    train, _, schema = load_adult(require_data_dir(args.data_dir))
     for n in args.sizes:
         bench_shape_trend(train, schema, n, args.skip_sdmetrics)
     bench_dcr(train, schema, 32_000)

@@ -2,7 +2,7 @@
 
 Usage (from the repo root)::
 
-    python benchmarks/bench_replicas.py --data-dir /work/shared/datasets          # Adult 32,561 x 32,561
+    python benchmarks/bench_replicas.py --data-dir ../shared/datasets            # Adult 32,561 x 32,561
     python benchmarks/bench_replicas.py --large 200000                             # peak memory at 200k x 200k
 
 One run measures, on the same machine and load:

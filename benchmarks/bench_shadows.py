@@ -1,4 +1,4 @@
-"""Cost of shadow generators (issue 13): shadows per minute on this CPU, and the papers' TabDDPM preset.
+"""Cost of shadow generators: shadows per minute on this CPU, and the papers' TabDDPM preset.
 
 Measures, in CPU seconds of one torch thread (``time.process_time``: on a shared machine wall time
 mostly measures the other users):
@@ -21,6 +21,8 @@ import time
 
 import numpy as np
 
+from _paths import default_data_dir
+
 
 def cpu_time(fn) -> float:
     t0 = time.process_time()
@@ -37,7 +39,11 @@ def main() -> None:
     ap.add_argument("--paper-total-steps", type=int, default=100_000)
     ap.add_argument("--gpu-tflops", type=float, default=50.0, help="assumed sustained GPU throughput (TFLOP/s)")
     ap.add_argument("--gpu-step-overhead-ms", type=float, default=2.0, help="assumed per-step launch overhead")
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     args = ap.parse_args()
     import torch
 

@@ -3,18 +3,19 @@
 mutmut (3.x) rewrites one operator, constant or call at a time in a module ("mutants") and runs the
 tests that cover the mutated function; a mutant is *killed* when a test fails. A surviving mutant is
 either a hole in the tests (add a test) or *equivalent* (no observable behaviour changes, e.g.
-``x < 0`` vs ``x <= 0`` where x is never 0): those are listed with the reason in
-``benchmarks/mutation_equivalent.json`` and left out of the kill rate. Target: >= 90 % of the
-non-equivalent mutants killed on every module.
+``x < 0`` vs ``x <= 0`` where x is never 0). Mark a line judged equivalent in the source itself,
+``...  # pragma: no mutate  (reason)``: mutmut does not mutate it, and the mark survives edits
+(mutmut's positional mutant names do not). Run this after changing a core module and read the
+survivors; there is no kill-rate target.
 
 Run it from a separate virtualenv (mutmut is not a project dependency; an unpinned torch pulls CUDA)::
 
-    python3 -m venv /work/venvs/mutation
-    /work/venvs/mutation/bin/pip install torch==2.13.0
-    /work/venvs/mutation/bin/pip install -e ".[all,test]" mutmut
-    nice -n 10 /work/venvs/mutation/bin/python benchmarks/mutation.py --modules digit_modifier tlp
-    /work/venvs/mutation/bin/python benchmarks/mutation.py --report-only      # tables from earlier runs
-    /work/venvs/mutation/bin/python benchmarks/mutation.py --modules tlp --recheck  # after adding tests
+    python3 -m venv ../venvs/mutation
+    ../venvs/mutation/bin/pip install torch==2.13.0
+    ../venvs/mutation/bin/pip install -e ".[all,test]" mutmut
+    nice -n 10 ../venvs/mutation/bin/python benchmarks/mutation.py --modules digit_modifier tlp
+    ../venvs/mutation/bin/python benchmarks/mutation.py --report-only      # tables from earlier runs
+    ../venvs/mutation/bin/python benchmarks/mutation.py --modules tlp --recheck  # after adding tests
 
 Each module runs in its own copy of the work tree under ``--work`` (mutmut writes a ``mutants/``
 folder there), one module at a time, with only that module's test files, one torch/BLAS thread
@@ -27,7 +28,7 @@ timeout may be a slow test rather than a kill). Adding a test file to a module's
 mutmut forget every verdict, so the script keeps them in ``<work>/<module>/verdicts.json``; a run
 stopped before the end and then rechecked continues with ``--unchecked`` (the mutants never run)::
 
-    nice -n 10 /work/venvs/mutation/bin/python benchmarks/mutation.py --modules replicas --unchecked
+    nice -n 10 ../venvs/mutation/bin/python benchmarks/mutation.py --modules replicas --unchecked
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -164,7 +166,6 @@ MODULES: dict[str, tuple[list[str], list[str], list[str]]] = {
 #: mutmut exit code -> status (mutmut.stats.status_by_exit_code; a timeout counts as killed, as mutmut counts it)
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout"}
 STATUS.update({-24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", 37: "killed", None: "not checked"})
-EQUIVALENT_FILE = ROOT / "benchmarks" / "mutation_equivalent.json"
 
 
 def _copy_tree(dest: Path) -> None:
@@ -288,20 +289,16 @@ def verdicts(name: str, work: Path) -> dict[str, str]:
     return merged
 
 
-def summarise(name: str, statuses: dict[str, str], equivalent: dict[str, str]) -> dict[str, object]:
+def summarise(name: str, statuses: dict[str, str]) -> dict[str, object]:
     counts = Counter(statuses.values())
     checked = {k: s for k, s in statuses.items() if s != "not checked"}
-    eq = [k for k in checked if k in equivalent and checked[k] not in ("killed", "timeout")]
     killed = sum(1 for s in checked.values() if s in ("killed", "timeout"))
-    denominator = len(checked) - len(eq)
     return {
         "module": name,
         "mutants": len(statuses),
         "checked": len(checked),
         "killed": killed,
-        "equivalent": len(eq),
-        "survived": sorted(k for k, s in checked.items() if s not in ("killed", "timeout") and k not in eq),
-        "kill_rate": killed / denominator if denominator else float("nan"),
+        "survived": sorted(k for k, s in checked.items() if s not in ("killed", "timeout")),
         "statuses": dict(counts),
     }
 
@@ -309,7 +306,7 @@ def summarise(name: str, statuses: dict[str, str], equivalent: dict[str, str]) -
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--modules", nargs="+", default=list(MODULES), choices=list(MODULES))
-    ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tabmem-mutation")
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "tabmem-mutation")
     ap.add_argument("--max-children", type=int, default=1)
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per module (resumable)")
     ap.add_argument("--fresh", action="store_true", help="start over instead of continuing earlier runs")
@@ -325,16 +322,14 @@ def main() -> None:
         help="copy the current tests in and run the mutants not checked yet (after a stopped run and a recheck)",
     )
     ap.add_argument("--json", type=Path, help="also write the summary here")
-    ap.add_argument("--target", type=float, default=0.9)
     args = ap.parse_args()
-    equivalent = json.loads(EQUIVALENT_FILE.read_text()) if EQUIVALENT_FILE.exists() else {}
     summaries = []
     for name in args.modules:
         if args.recheck or args.unchecked:
             before = verdicts(name, args.work)  # before mutmut resets them for the new test selection
             # a timeout on a busy machine may be a slow test, not a killed mutant: check it again
             wanted = ("survived", "no tests", "timeout") if args.recheck else ("not checked",)
-            names = [k for k, v in before.items() if v in wanted and k not in equivalent]
+            names = [k for k, v in before.items() if v in wanted]
             sync_tests(name, args.work)
             if names:
                 run_module(name, args.work, args.max_children, args.time_limit, False, names)
@@ -342,24 +337,21 @@ def main() -> None:
             run_module(name, args.work, args.max_children, args.time_limit, args.fresh)
         statuses = verdicts(name, args.work)
         if statuses:
-            summaries.append(summarise(name, statuses, equivalent))
-    print(f"\n{'module':16s} {'mutants':>7s} {'checked':>7s} {'killed':>6s} {'equiv.':>6s} {'kill rate':>9s}")
+            summaries.append(summarise(name, statuses))
+    print(f"\n{'module':16s} {'mutants':>7s} {'checked':>7s} {'killed':>6s} {'survived':>8s}")
     for s in summaries:
-        print(
-            f"{s['module']:16s} {s['mutants']:7d} {s['checked']:7d} {s['killed']:6d} {s['equivalent']:6d} "
-            f"{s['kill_rate']:9.1%}"
-        )
+        print(f"{s['module']:16s} {s['mutants']:7d} {s['checked']:7d} {s['killed']:6d} {len(s['survived']):8d}")
     for s in summaries:
         if s["survived"]:
-            print(f"\n[{s['module']}] survivors (mutmut show NAME in {args.work / s['module']}):")
+            print(
+                f"\n[{s['module']}] survivors: add a test, or mark an equivalent line '# pragma: no mutate  (reason)' "
+                f"(mutmut show NAME in {args.work / s['module']}):"
+            )
             status = verdicts(str(s["module"]), args.work)
             for k in s["survived"]:
                 print(f"  {k}  ({status[k]})")
     if args.json:
         args.json.write_text(json.dumps(summaries, indent=2))
-    done = [s for s in summaries if s["checked"] == s["mutants"]]
-    if any(s["kill_rate"] < args.target for s in done):
-        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _candidate_data_dirs() -> list[Path]:
-    candidates = [Path("/work/shared/datasets")]
+    """``$TABMEM_DATA_DIR``, then ``../shared/datasets`` next to the checkout."""
+    candidates = []
     env = os.environ.get("TABMEM_DATA_DIR")
     if env:
         candidates.append(Path(env))
@@ -25,7 +26,7 @@ def shared_data_dir() -> Path:
     for candidate in _candidate_data_dirs():
         if candidate.is_dir():
             return candidate
-    pytest.skip("no dataset directory found (/work/shared/datasets, $TABMEM_DATA_DIR or ../shared/datasets)")
+    pytest.skip("no dataset directory found ($TABMEM_DATA_DIR or ../shared/datasets next to the checkout)")
 
 
 # Skips that depend on the machine, not on the code: allowed even in CI's strict mode.

@@ -1,4 +1,4 @@
-"""Thread defaults that never oversubscribe, and advice that names only existing options (issue 12, items 6, 10)."""
+"""Thread defaults that never oversubscribe, and advice that names only existing options."""
 
 from __future__ import annotations
 

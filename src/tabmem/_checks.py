@@ -5,10 +5,18 @@ the argument and the offending value; and the one rule for ``n_jobs`` and thread
 
 * ``None`` (default): every CPU this process may use (:func:`available_cpus`, which honours
   CPU affinity and cgroup quotas, not the machine's core count);
-* a positive integer ``k``: ``k`` workers;
+* a positive integer ``k``: ``k`` workers (also when ``k`` exceeds the available CPUs: asked for,
+  given);
 * ``-1``: all available CPUs; ``-k``: all but ``k - 1`` (at least 1).
 
-Zero and anything that is not an integer are errors.
+Zero, booleans and anything that is not an integer (numpy integers are integers) are errors.
+:func:`check_n_jobs` validates a value, :func:`resolve_n_jobs` turns it into a worker count; every
+component that takes ``n_jobs`` (or ``jobs``) calls one of them, and the command line's
+``--n-jobs``/``--jobs`` options convert through :func:`check_n_jobs` too.
+
+Seeds: :func:`check_random_state` is the one check of a ``random_state`` (a non-negative integer
+or ``None``; it returns the seed, and a caller that needs a generator builds it with
+``np.random.default_rng(seed)``).
 
 Threads: a run that puts ``w`` workers side by side gives each ``available_cpus() // w`` threads
 (:func:`threads_per_worker`, at least 1), so that the default never oversubscribes the CPUs this

@@ -67,6 +67,15 @@ def suggest(parameter: str, flag: str, value: str | None = None) -> str | None:
     return flag if value is None else f"{flag} {value}"
 
 
+def name_setting(parameter: str, flag: str, value: str | None = None) -> str:
+    """:func:`suggest`, falling back to ``parameter`` where the running command lacks ``flag``.
+
+    For messages that must name the setting either way (``f"needs a test table ({name_setting('test', '--test')})"``
+    reads ``(test)`` in the library and ``(--test)`` under a command that has ``--test``).
+    """
+    return suggest(parameter, flag, value) or parameter
+
+
 def set_option_lookup(lookup: Callable[[str, str | None], bool] | None) -> None:
     """Install (or remove) the command line's option lookup used by :func:`suggest`."""
     _OPTION_LOOKUP.set(lookup)

@@ -1,4 +1,4 @@
-"""Attacks on degenerate and extreme inputs (issue 12, items 1 and 4)."""
+"""Attacks on degenerate and extreme inputs."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def _tables(big: float | None = None):
 
 
 def test_density_attack_on_a_synthetic_table_holding_1e308() -> None:
-    """The issue saw a LinAlgError deep in the KDE; the outlier is now one far point in standard units."""
+    """This used to raise a LinAlgError deep in the KDE; the outlier is now one far point in standard units."""
     members, non_members, synthetic, schema = _tables(1e308)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)

@@ -34,7 +34,7 @@ def test_tpr_at_fpr_is_the_papers_interp():
     fpr, tpr, _ = roc_curve(y, s)
     for f in (0.0, 0.001, 0.01, 0.1):
         assert res.tpr_at_fpr[f] == pytest.approx(float(np.interp(f, fpr, tpr)))
-    # the brief's worked example: TPR@0 = the last vertex with FPR 0
+    # a worked example: TPR@0 = the last vertex with FPR 0
     assert tpr_at_fpr(np.array([0, 0, 0, 0.2, 1]), np.array([0, 0.4, 0.6, 0.8, 1]), 0.0) == 0.6
 
 

@@ -1,4 +1,4 @@
-"""A killed ``tabmem train`` leaves a directory that ``--resume`` finishes with the same result (issue 12, item 8).
+"""A killed ``tabmem train`` leaves a directory that ``--resume`` finishes with the same result.
 
 The training runs in a subprocess that is killed with SIGKILL at chosen points: as soon as
 ``config.json`` exists (before the first checkpoint, when the run can only start again from

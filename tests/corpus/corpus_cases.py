@@ -1,7 +1,7 @@
 """The bad-input corpus: one row per input, the commands that read it, and the expected outcome.
 
-Grouped by the item of issue 12 it comes from (``item``); ``note`` records what the issue saw
-before the fix where that differs from the expectation. Run with
+Grouped by failure class (``item``); ``note`` records what a command did before the fix where
+that differs from the expectation. Run with
 ``PYTHONPATH=src pytest -q tests/corpus`` (one test per case and command) or print the table of
 outcomes with ``PYTHONPATH=src python tests/corpus/outcomes.py``.
 """
@@ -399,7 +399,8 @@ CASES: list[Case] = [
     Case("memory_tiny", "5 options", ("audit",), "error", args=("--memory-gb", "1e-9"), match=r"--memory-gb"),
     Case("n_jobs_zero", "5 options", ("audit", "attack", "quality"), "error", args=("--n-jobs", "0"),
          match=r"--n-jobs"),
-    Case("n_jobs_negative", "5 options", ("audit", "attack", "quality"), "error", args=("--n-jobs", "-3"),
+    # -3 is valid (all CPUs but 2: the one n_jobs rule, tabmem._checks); a fraction is not
+    Case("n_jobs_fraction", "5 options", ("audit", "attack", "quality"), "error", args=("--n-jobs", "1.5"),
          match=r"--n-jobs"),
     Case("n_jobs_word", "5 options", ("audit", "attack", "quality"), "error", args=("--n-jobs", "many"),
          match=r"--n-jobs"),
@@ -583,7 +584,7 @@ CASES: list[Case] = [
          args=("--resume",), match=r"--resume.*seed"),
     Case("train_resume_and_overwrite", "8 run dirs", ("train",), "error", args=("--resume", "--overwrite"),
          match=r"--resume.*--overwrite"),
-    # ---------------------------------------------------------------- the report command (issue 11)
+    # ---------------------------------------------------------------- the report command
     Case("report_missing_directory", "5 options", ("report",), "error", match=r"rundir"),
     Case("report_empty_directory", "5 options", ("report",), "error", setup=empty_rundir, match=r"rundir"),
     Case("report_corrupt_summary", "6 advice", ("report",), "error", setup=corrupt_summary,
@@ -593,7 +594,7 @@ CASES: list[Case] = [
     Case("report_out_unwritable", "5 options", ("report",), "error", setup=audit_output,
          args=("--out", "/proc/tabmem-out/r.html"), match=r"--out.*/proc/tabmem-out"),
     Case("report_on_an_audit", "2 duplicates", ("report",), "ok", setup=audit_output, check=report_written),
-    # ---------------------------------------------------------------- the run command (issue 11)
+    # ---------------------------------------------------------------- the run command
     Case("run_study_missing", "5 options", ("run",), "error", match=r"study\.toml"),
     Case("run_study_not_toml", "6 advice", ("run",), "error", setup=study("[study\nname = 1"),
          match=r"study\.toml.*TOML"),

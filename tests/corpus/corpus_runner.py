@@ -50,7 +50,7 @@ class Case:
     """One bad or adversarial input and what every command that reads it must do."""
 
     id: str
-    item: str  # the issue item / failure class it covers
+    item: str  # the failure class it covers (a group number and a word)
     commands: tuple[str, ...]
     expect: str  # "error" | "ok" | "warn"
     match: str | None = None  # regex on the error line(s) / the warning line
@@ -60,7 +60,7 @@ class Case:
     check: Callable[[Result], None] | None = None
     server: str = "echo"  # generate-icl: behaviour of the local backend
     time_limit: float = 120.0
-    note: str = ""  # the issue's observation (before) when it differs from the expectation
+    note: str = ""  # what the command did before the fix, when that differs from the expectation
     allow_secret: bool = False
     forbid: str | None = None  # regex the output must not match (e.g. an HTTP body)
     setup: Callable[[Path, Path], None] | None = None  # prepares the output directory: setup(tmp, out)

@@ -88,7 +88,7 @@ def _duplicated_train(t: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 #: variant name -> (role, function of the base tables). The role says which input it replaces.
 VARIANTS: dict[str, tuple[str, Callable[[dict[str, pd.DataFrame]], pd.DataFrame]]] = {
-    # item 1: extreme magnitudes
+    # group 1: extreme magnitudes
     "train_1e160": ("train", lambda t: _set(t["train"], N_COPIES + 5, "fnlwgt", 1e160)),
     "train_1e308": ("train", lambda t: _set(t["train"], N_COPIES + 5, "fnlwgt", 1e308)),
     "train_neg_1e308": ("train", lambda t: _set(t["train"], N_COPIES + 5, "score", -1e308)),
@@ -98,16 +98,16 @@ VARIANTS: dict[str, tuple[str, Callable[[dict[str, pd.DataFrame]], pd.DataFrame]
     "synthetic_scaled_1e12": ("synthetic", lambda t: _scaled(t["synthetic"], "fnlwgt", 1e12)),
     "train_tiny_1e-300": ("train", lambda t: _scaled(t["train"], "score", 1e-300)),
     "synthetic_tiny_1e-300": ("synthetic", lambda t: _scaled(t["synthetic"], "score", 1e-300)),
-    # item 2: duplicates and undefined ratios
+    # group 2: duplicates and undefined ratios
     "train_identical": ("train", _identical),
     "synthetic_identical": ("synthetic", _identical),
     "train_one_row": ("train", lambda t: t["train"].iloc[[0]].reset_index(drop=True)),
     "train_two_rows": ("train", lambda t: t["train"].iloc[[0, 1]].reset_index(drop=True)),
     "train_duplicated": ("train", _duplicated_train),
-    # item 3: one bad cell
+    # group 3: one bad cell
     "train_forty": ("train", lambda t: _set(t["train"], 7, "age", "forty")),
     "synthetic_forty": ("synthetic", lambda t: _set(t["synthetic"], 7, "age", "forty")),
-    # item 6 / validation
+    # group 6: validation
     "synthetic_nan_numeric": ("synthetic", lambda t: _set(t["synthetic"], 4, "hours", np.nan)),
     "train_nan_numeric": ("train", lambda t: _set(t["train"], 4, "hours", np.nan)),
     "synthetic_empty_category": ("synthetic", lambda t: _set(t["synthetic"], 9, "workclass", np.nan)),
@@ -146,7 +146,7 @@ VARIANTS: dict[str, tuple[str, Callable[[dict[str, pd.DataFrame]], pd.DataFrame]
             ("one_column", ["score"]),
         )
     },
-    # item 4: degenerate evaluations
+    # group 4: degenerate evaluations
     "members_one": ("train", lambda t: t["train"].iloc[[0]].reset_index(drop=True)),
     "non_members_one": ("holdout", lambda t: t["holdout"].iloc[[0]].reset_index(drop=True)),
     "members_ten": ("train", lambda t: t["train"].iloc[:10].reset_index(drop=True)),

@@ -1,4 +1,4 @@
-"""The bad-input corpus of issue 12: every case under every command that reads its input.
+"""The bad-input corpus: every case under every command that reads its input.
 
 Each test runs ``tabmem <command>`` in process on the case's inputs and asserts the outcome class
 (see ``corpus_runner``): a clear one-line error naming the option, column, row or file; or a
@@ -47,7 +47,7 @@ def test_case(case, command, tmp_path, request) -> None:
 
 
 def test_corpus_size() -> None:
-    """The issue asks for at least 60 cases; each case has a unique id and a known outcome class."""
+    """At least 60 cases; each case has a unique id and a known outcome class."""
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
     assert len(CASES) >= 60

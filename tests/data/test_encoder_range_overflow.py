@@ -1,4 +1,4 @@
-"""A column whose range exceeds the float64 range (found while testing fang2024 at 1e308, issue 15)."""
+"""A column whose range exceeds the float64 range (found while testing fang2024 at 1e308)."""
 
 from __future__ import annotations
 

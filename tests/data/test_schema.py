@@ -40,7 +40,7 @@ def test_infer_rule() -> None:
 
 
 def test_tiny_tables_keep_integer_columns_numerical() -> None:
-    """A one-row table must not turn every integer column categorical (issue 12, item 3)."""
+    """A one-row table must not turn every integer column categorical."""
     one = table().iloc[[0]]
     assert Schema.infer(one).numerical == ("age", "income", "code")
     two_equal = pd.DataFrame({"k": [4, 4], "x": [1, 2]})

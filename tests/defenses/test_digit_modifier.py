@@ -1,4 +1,4 @@
-"""DigitModifier against naive references (LevAtt paper §2.7 of the brief)."""
+"""DigitModifier against naive references (the LevAtt paper's definition)."""
 
 from __future__ import annotations
 

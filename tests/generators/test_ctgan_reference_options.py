@@ -220,7 +220,7 @@ def test_numerical_decoding_changes_numericals_only(table, name) -> None:
 
 PUBLISHED_RATE, PUBLISHED_SD = 21.68, 0.62  # CTGAN on Adult, TabCutMix Table 9 (ctgan package, 5 seeds)
 # preset="paper", Adult, 300 epochs, one torch thread, sample seed = seed + 1 (docs/ctgan_tvae.md,
-# benchmarks/ctgan_tvae_reference.py, runs/cmp_ctgan_300). The package (ctgan 0.12.1, seed 0, issue 14):
+# studies/ctgan_tvae/ctgan_tvae_reference.py, runs/cmp_ctgan_300). The package (ctgan 0.12.1, seed 0):
 # 21.45 %, Shape 0.860, Trend 0.816; real `>50K` share 0.241.
 MEASURED_300 = {
     0: {"rate": 21.790, "shape": 0.8644, "trend": 0.8484, "positive": 0.3163},
@@ -236,7 +236,7 @@ def test_ctgan_paper_preset_reproduces_the_published_rate(shared_data_dir, seed)
 
     ``preset="paper"`` on the full Adult training split, |G| = |train|, fang2024. Both seeds land in the
     published interval (21.68 +- 2 x 0.62 %). The other figures are pinned to what these seeds gave here;
-    they do not all meet the issue's targets (Shape +-0.01 of the package: seed 1 is 0.012 off; Trend:
+    they do not all meet the targets set for the reproduction (Shape +-0.01 of the package: seed 1 is 0.012 off; Trend:
     seed 0 is 0.032 off; `>50K` within +-0.01 of 0.241: seed 0 gives 0.316), see the docs for why.
     One torch thread as in the measurement: another thread count may take another GAN trajectory.
     """

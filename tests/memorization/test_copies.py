@@ -1,4 +1,4 @@
-"""Exact copies, rare-value leakage and undefined ratios against brute force (issue 12, items 2 and 9)."""
+"""Exact copies, rare-value leakage and undefined ratios against brute force."""
 
 from __future__ import annotations
 

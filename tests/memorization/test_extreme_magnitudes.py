@@ -113,7 +113,7 @@ def test_encoder_mean_std_do_not_overflow_or_underflow(scale: float) -> None:
     np.testing.assert_allclose(enc.std_[0], ref.std() * scale, rtol=1e-15)
 
 
-# ------------------------------------------------------------ issue 12, item 1
+# ------------------------------------------------------------ extreme magnitudes
 def adult_like(n: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     return pd.DataFrame(

@@ -248,7 +248,7 @@ def test_aggregates_match_definitions() -> None:
 def test_mem_auc_formulas_on_known_ratios() -> None:
     r = np.array([0.0, 0.2, 1 / 3, 1.0, np.nan])
     assert mem_auc_exact(r) == pytest.approx((1 + 0.8 + 2 / 3 + 0 + 0) / 5)
-    # papers' grid: per-row contribution (m - 0.5)/9 with m = #grid points > r (brief §2.4)
+    # papers' grid: per-row contribution (m - 0.5)/9 with m = #grid points > r (the papers' code)
     grid = np.linspace(0, 1, 10)
     contrib = [((grid > x).sum() - 0.5) / 9 if not np.isnan(x) and (grid > x).any() else 0 for x in r]
     assert mem_auc_trapz10(r) == pytest.approx(np.mean(contrib))

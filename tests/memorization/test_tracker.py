@@ -42,7 +42,7 @@ def table():
 
 
 def naive_fang2024(train: pd.DataFrame, syn: pd.DataFrame, schema: Schema):
-    """Independent loop re-derivation of the papers' distance, NN1/NN2 and ratio (brief §2.1-2.2)."""
+    """Independent loop re-derivation of the papers' distance, NN1/NN2 and ratio."""
     num, cat = list(schema.numerical), list(schema.categorical)
     T = train[num].to_numpy(float)
     Tc = train[cat].astype(str).to_numpy()

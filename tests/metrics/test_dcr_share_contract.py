@@ -46,7 +46,7 @@ def test_share_is_strict_ties_are_counted_and_details_by_hand():
 def test_options_are_stored_and_checked():
     assert (DCRShare(n_jobs=3).n_jobs, DCRShare(block_rows=5).block_rows) == (3, 5)
     t = _frame([0.0, 1.0], ["x", "y"])
-    with pytest.raises(TabmemError, match=r"^block_rows must be a positive integer, got 0$"):
+    with pytest.raises(TabmemError, match=r"^block_rows must be a positive integer or None, got 0$"):
         DCRShare(block_rows=0).evaluate(t, t, SCHEMA, holdout=t)
     with pytest.raises(TabmemError, match=r"^n_jobs must be a non-zero integer or None"):
         DCRShare(n_jobs=0).evaluate(t, t, SCHEMA, holdout=t)

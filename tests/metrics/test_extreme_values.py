@@ -1,4 +1,4 @@
-"""Quality metrics at extreme magnitudes: exact where defined, a stated reason where not (issue 12, item 1)."""
+"""Quality metrics at extreme magnitudes: exact where defined, a stated reason where not."""
 
 from __future__ import annotations
 

@@ -193,7 +193,7 @@ def test_linear_estimator_permutes_with_the_seed_and_uses_every_row():
     [
         ({"mode": "raw"}, r"^mode must be 'standardized' or 'paper', got 'raw'$"),
         ({"estimator": "biased"}, r"^estimator must be 'unbiased' or 'linear', got 'biased'$"),
-        ({"max_samples": 0}, r"^max_samples must be a positive integer, got 0$"),
+        ({"max_samples": 0}, r"^max_samples must be a positive integer or None, got 0$"),
         ({"gamma": 0.0}, r"^gamma must be a positive number, got 0.0$"),
         ({"gamma": -1.0}, r"^gamma must be a positive number, got -1.0$"),
         ({"gamma": float("inf")}, r"^gamma must be a positive number, got inf$"),

@@ -1,5 +1,5 @@
 """The random draws and options of TabCutMix(Plus), Mixup and IJF against their definitions
-(TabCutMix paper §4 and the authors' code; brief §3): lambda ~ U(0, 1) or Beta(alpha, alpha), parents
+(TabCutMix paper §4 and the authors' code): lambda ~ U(0, 1) or Beta(alpha, alpha), parents
 uniform over the table, every option reaching the result, and the messages that name a bad value."""
 
 from __future__ import annotations

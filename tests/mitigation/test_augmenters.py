@@ -1,4 +1,4 @@
-"""Each augmenter against its definition (TabCutMix paper §4 and the authors' code; brief §3), on small tables."""
+"""Each augmenter against its definition (TabCutMix paper §4 and the authors' code), on small tables."""
 
 from __future__ import annotations
 

@@ -132,7 +132,7 @@ def test_bad_settings_fail_before_any_training(data, kwargs, match):
 def test_label_conditioned_mix_without_target_fails_before_the_warmup(data, tmp_path):
     df, _, _ = data
     schema = Schema.infer(df.drop(columns="y"))
-    with pytest.raises(TabmemError, match="--mix tabcutmix is label-conditioned"):
+    with pytest.raises(TabmemError, match="mix='tabcutmix' is label-conditioned"):
         dynamiccut_to_dir(
             df.drop(columns="y"), schema, tmp_path / "r", params=PARAMS, warmup_epochs=4, track_every=2, mix="tabcutmix"
         )

@@ -132,7 +132,7 @@ def test_sources_without_tracked_epochs_and_bad_sources_are_refused(tmp_path):
 def test_warmup_window_is_checked():
     with pytest.raises(ParameterError, match=r"^warmup_epochs must be a positive integer, got 0$"):
         rank_records(_Tracker(), "first-memorization", warmup_epochs=0)
-    msg = r"^no tracked epoch <= warmup_epochs=1 \(tracked: \[2, 4, 6\]\); track more often \(--track-every\)"
+    msg = r"^no tracked epoch <= warmup_epochs=1 \(tracked: \[2, 4, 6\]\); track more often \(track_every\)"
     with pytest.raises(TabmemError, match=msg):
         rank_records(_Tracker(), "first-memorization", warmup_epochs=1)
     assert rank_records(_Tracker(), "intensity", warmup_epochs=2).params["tracked_epochs"] == [2]

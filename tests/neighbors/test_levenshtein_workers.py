@@ -1,6 +1,6 @@
 """LevenshteinIndex.query's worker processes: when they start, how many, and what each one gets.
 
-Documented: ``n_jobs`` worker processes (``-1``: the CPUs this process may use), small problems
+Documented: ``n_jobs`` worker processes (the one rule of :mod:`tabmem._checks`), small problems
 (fewer than ``_PARALLEL_MIN_PAIRS`` query x string pairs) and ``n_jobs=1`` run in-process; on Linux
 the forked workers inherit the index (nothing pickled) and run one BLAS thread each; elsewhere the
 index is handed to each worker's initializer.
@@ -22,6 +22,7 @@ import pytest
 from rapidfuzz.distance import Levenshtein
 from threadpoolctl import threadpool_info, threadpool_limits
 
+import tabmem._checks as checks
 from tabmem.errors import TabmemError
 from tabmem.neighbors import levenshtein
 from tabmem.neighbors.levenshtein import LevenshteinIndex
@@ -55,7 +56,7 @@ def dispatch(monkeypatch):
     return calls
 
 
-def run(n_jobs: int, *, min_pairs: int = 0, block_size: int = 4) -> None:
+def run(n_jobs: int | None, *, min_pairs: int = 0, block_size: int = 4) -> None:
     """Query 12 strings against 40 (480 pairs) and check the result against brute force."""
     strings, queries = data()
     with pytest.MonkeyPatch.context() as patch:
@@ -79,45 +80,39 @@ def test_workers_start_at_the_pair_threshold(dispatch) -> None:
     assert dispatch == [2, 2]
 
 
-def fake_os(affinity: int | None, cpu_count: int | None) -> SimpleNamespace:
-    ns = SimpleNamespace(cpu_count=lambda: cpu_count)
-    if affinity is not None:
-        ns.sched_getaffinity = lambda pid: set(range(affinity))
-    return ns
-
-
 @pytest.mark.parametrize(
-    ("affinity", "cpu_count", "n_jobs", "expected"),
+    ("cpus", "n_jobs", "expected"),
     [
-        (3, 64, -1, 3),  # -1: the CPUs this process may use, not the machine's
-        (None, 5, -1, 5),  # no affinity call on this platform: the CPU count
-        (3, 64, 2, 2),
-        (3, 64, 100, 12),  # at most 4 workers per CPU
-        (1, 64, 8, 4),
+        (3, -1, 3),  # -1: the CPUs this process may use (tabmem._checks.available_cpus), not the machine's
+        (3, None, 3),  # None: the same
+        (3, -2, 2),  # -k: all but k - 1
+        (3, 2, 2),
+        (3, 100, 100),  # a positive count is given as asked (the one n_jobs rule)
     ],
 )
-def test_worker_count(dispatch, monkeypatch, affinity, cpu_count, n_jobs, expected) -> None:
-    monkeypatch.setattr(levenshtein, "os", fake_os(affinity, cpu_count))
+def test_worker_count(dispatch, monkeypatch, cpus, n_jobs, expected) -> None:
+    monkeypatch.setattr(checks, "available_cpus", lambda: cpus)
     run(n_jobs)
     assert dispatch == [expected]
 
 
-def test_unknown_cpu_count_means_one_job(dispatch, monkeypatch) -> None:
-    monkeypatch.setattr(levenshtein, "os", fake_os(None, None))
+def test_one_available_cpu_means_one_job(dispatch, monkeypatch) -> None:
+    monkeypatch.setattr(checks, "available_cpus", lambda: 1)
     run(-1)
+    run(None)
     assert dispatch == []
 
 
 def test_one_job_stays_in_process_on_a_large_machine(dispatch, monkeypatch) -> None:
-    monkeypatch.setattr(levenshtein, "os", fake_os(8, 8))
+    monkeypatch.setattr(checks, "available_cpus", lambda: 8)
     run(1)
     assert dispatch == []
 
 
-@pytest.mark.parametrize("n_jobs", [0, -2, 1.5, "2", None])
+@pytest.mark.parametrize("n_jobs", [0, 1.5, "2", True])
 def test_bad_n_jobs_is_refused(n_jobs) -> None:
     strings, queries = data()
-    message = f"n_jobs must be a positive integer or -1 (all CPUs), got {n_jobs!r}"
+    message = f"n_jobs must be a non-zero integer or None (None/-1: all available CPUs), got {n_jobs!r}"
     with pytest.raises(TabmemError, match="^" + re.escape(message) + "$"):
         LevenshteinIndex(n_jobs=n_jobs).fit(strings).query(queries)
 

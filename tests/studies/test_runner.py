@@ -380,7 +380,7 @@ from tabmem.studies.steps import Step, register_step, metric
 
 @register_step("keep_first")
 class KeepFirst(Step):
-    """A stand-in mitigation: train on the first n rows only (issue 10's augmenters plug in the same way)."""
+    """A stand-in mitigation: train on the first n rows only (the augmenters plug in the same way)."""
     options = {"n": Field(40, integer(2))}
     placement = ("before", "train")
     produces = {"train_table": "train.csv"}

@@ -48,7 +48,7 @@ from tabmem._params import Params
 from tabmem._registry import Registry
 from tabmem.attacks.shadows import ShadowSet
 from tabmem.data.schema import Schema, ValidatedTable
-from tabmem.errors import ParameterError, TabmemError
+from tabmem.errors import ParameterError, TabmemError, name_setting
 
 Table = pd.DataFrame | ValidatedTable
 
@@ -112,14 +112,16 @@ class Attack(Params):
         if len(synthetic) == 0:
             raise TabmemError(f"{self.name}: the synthetic table is empty (0 rows)")
         if self.needs_reference and reference is None:
-            raise TabmemError(f"{self.name} needs a reference table of real non-member rows (--reference)")
+            raise TabmemError(
+                f"{self.name} needs a reference table of real non-member rows ({name_setting('reference', '--reference')})"
+            )
         if reference is not None and len(reference) == 0:
             raise TabmemError(f"{self.name}: the reference table is empty (0 rows)")
         if self.needs_shadows and shadows is None:
-            raise ParameterError(
-                f"{self.name} is a shadow-model attack: it needs shadow generators "
-                "(--population and --model on the command line; shadows= in the library)"
-            )
+            via = name_setting("shadows=", "--population")
+            if via == "--population":  # under the command line: the population and the released model
+                via = "--population and --model"
+            raise ParameterError(f"{self.name} is a shadow-model attack: it needs shadow generators ({via})")
         if shadows is not None and not isinstance(shadows, ShadowSet):
             raise ParameterError(f"{self.name}: shadows must be a ShadowSet, got {type(shadows).__name__}")
         self.schema_ = schema

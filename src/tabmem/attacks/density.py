@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
+from tabmem._checks import check_positive_int
 from tabmem.attacks._features import fit_encoder, validate_targets
 from tabmem.attacks.base import Attack, register_attack
 from tabmem.data.encoding import TableEncoder
@@ -120,8 +121,7 @@ class _Features:
             raise TabmemError(f"categorical must be 'ordinal', 'onehot' or 'drop', got {categorical!r}")
         if preprocess not in ("standardize", "pca", "none"):
             raise TabmemError(f"preprocess must be 'standardize', 'pca' or 'none', got {preprocess!r}")
-        if n_components is not None and (not isinstance(n_components, (int, np.integer)) or n_components < 1):
-            raise TabmemError(f"n_components must be a positive integer or None, got {n_components!r}")
+        check_positive_int("n_components", n_components, allow_none=True)
         self.categorical, self.preprocess, self.n_components = categorical, preprocess, n_components
 
     def raw(self, enc: TableEncoder, clean: pd.DataFrame) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Membership-inference evaluation: AUC, TPR at low FPR, CIs, ROC points and worst cases.
 
-Conventions follow the LevAtt paper's code (Ward et al. 2025, ``AttackEvaluator.roc_metrics``;
-brief ``levatt-tlp-dm.md`` §2.4-2.5): higher score = "member"; ``AUC = roc_auc_score`` (ties count
+Conventions follow the LevAtt paper's code (Ward et al. 2025, ``AttackEvaluator.roc_metrics``):
+higher score = "member"; ``AUC = roc_auc_score`` (ties count
 one half); ``TPR@f = np.interp(f, fpr, tpr)`` on scikit-learn's ROC curve, so ``TPR@0`` is the
 largest TPR reachable with no false positive. Integer edit distances tie a lot, and the
 interpolation then credits a *randomised* threshold inside a tie block; the tie-aware variant
@@ -29,6 +29,7 @@ import pandas as pd
 from scipy.stats import rankdata
 from sklearn.metrics import roc_curve
 
+from tabmem._checks import check_positive_int
 from tabmem.errors import TabmemError
 
 DEFAULT_FPRS: tuple[float, ...] = (0.0, 0.001, 0.01, 0.1)
@@ -275,8 +276,7 @@ def top_k_worst_case(
     for col in (group, by):
         if col not in runs.columns:
             raise TabmemError(f"top_k_worst_case: column {col!r} not in the runs table (columns: {list(runs.columns)})")
-    if not isinstance(k, (int, np.integer)) or k < 1:
-        raise TabmemError(f"top_k_worst_case: k must be a positive integer, got {k!r}")
+    check_positive_int("top_k_worst_case: k", k)
     parts = []
     for _, g in runs.groupby(group, sort=True):
         order = np.argsort(-g[by].to_numpy(dtype=np.float64), kind="stable")[:k]

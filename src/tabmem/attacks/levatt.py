@@ -38,7 +38,7 @@ class LevAtt(Attack):
     serializer_kwargs:
         Options of the format (e.g. ``{"delimiter": "|"}``).
     n_jobs:
-        Worker processes of the exact search.
+        Worker processes of the exact search (the library's one ``n_jobs`` rule, :mod:`tabmem._checks`).
     max_length:
         Longest row string accepted (characters).
     """
@@ -53,7 +53,7 @@ class LevAtt(Attack):
         self,
         serializer: str | RowSerializer = "canonical",
         serializer_kwargs: dict[str, Any] | None = None,
-        n_jobs: int = 2,
+        n_jobs: int | None = 2,
         max_length: int | None = 20_000,
     ) -> None:
         self.serializer = serializer

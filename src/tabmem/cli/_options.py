@@ -30,9 +30,9 @@ from typing import Any
 import click
 import pandas as pd
 
-from tabmem._checks import available_cpus
+from tabmem._checks import available_cpus, check_n_jobs
 from tabmem.data.schema import Schema
-from tabmem.errors import TabmemError
+from tabmem.errors import ParameterError, TabmemError
 
 __all__ = [
     "address_option",
@@ -118,21 +118,24 @@ def generator_params(
 
 
 class _NJobs(click.ParamType):
-    """``--n-jobs``: a positive number of workers, or -1 for every available CPU (0 is an error)."""
+    """``--n-jobs``/``--jobs``: the library's one ``n_jobs`` rule (:func:`tabmem._checks.check_n_jobs`):
+    a positive number of workers, -1 for every available CPU, -k for all but k-1 (0 is an error)."""
 
     name = "N"
+    _USE = "use a positive count, -1 for all CPUs or -k for all but k-1"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
+        if isinstance(value, int) and not isinstance(value, bool):
             n = value
         else:
             try:
                 n = int(str(value).strip())
             except ValueError:
-                self.fail(f"{value!r} is not an integer (use a positive count, or -1 for all CPUs)", param, ctx)
-        if n == 0 or n < -1:
-            self.fail(f"{n} is not a worker count (use a positive count, or -1 for all CPUs)", param, ctx)
-        return n
+                self.fail(f"{value!r} is not an integer ({self._USE})", param, ctx)
+        try:
+            return int(check_n_jobs(n))  # type: ignore[arg-type]
+        except ParameterError:
+            self.fail(f"{n} is not a worker count ({self._USE})", param, ctx)
 
 
 NJOBS = _NJobs()
@@ -191,9 +194,9 @@ def threads_option(what: str) -> Callable[[Callable], Callable]:
     return count_option("--threads", f"{what} (default: the CPUs this process may use).")
 
 
-def n_jobs_option(help: str, default: int | None = None) -> Callable[[Callable], Callable]:
-    """``--n-jobs``: workers, or -1 for every CPU (:data:`NJOBS`)."""
-    return click.option("--n-jobs", type=NJOBS, default=default, show_default=_show(default), help=help)
+def n_jobs_option(help: str, default: int | None = None, flag: str = "--n-jobs") -> Callable[[Callable], Callable]:
+    """``--n-jobs`` (or ``flag``): workers, -1 for every CPU, -k for all but k-1 (:data:`NJOBS`)."""
+    return click.option(flag, type=NJOBS, default=default, show_default=_show(default), help=help)
 
 
 def distance_option(help: str = "Replica distance.", default: str = "fang2024") -> Callable[[Callable], Callable]:

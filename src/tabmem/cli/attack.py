@@ -81,7 +81,7 @@ if TYPE_CHECKING:
 )
 @count_option("--shadow-train-size", "Training rows per shadow (default: as many as the members).", min=2)
 @executor_option("Where the shadows train: local worker processes, or Ray (a local instance starts if none runs).")
-@count_option("--jobs", "Shadows trained at once.", default=1)
+@n_jobs_option("Shadows trained at once (-1: one per available CPU).", default=1, flag="--jobs")
 @address_option("Ray cluster the shadows train on (auto, or ray://host:port); default: start a local one.")
 @threads_option("BLAS threads of the density estimates; torch threads per shadow (shared among --jobs)")
 @choice_option(
@@ -148,7 +148,7 @@ def attack(
     shadow_design: str | None,
     shadow_train_size: int | None,
     executor: str,
-    jobs: int,
+    jobs: int | None,
     address: str | None,
     threads: int | None,
     population_overlap: str,
@@ -186,6 +186,7 @@ def attack(
     schema = infer_schema(members, categorical, numerical, target)
     echo_schema(schema, members_path)
     workers = resolve_n_jobs(n_jobs, "--n-jobs")
+    jobs = resolve_n_jobs(jobs, "--jobs")
     density_threads = threads or threads_per_worker(1)
     echo_threads(
         workers,

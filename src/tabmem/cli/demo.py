@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tabmem._io import write_json
-from tabmem.cli._options import count_option, distance_option, epochs_option, prepare_out_dir, seed_option
+from tabmem.cli._options import distance_option, epochs_option, n_jobs_option, prepare_out_dir, seed_option
 from tabmem.errors import TabmemError
 
 
@@ -41,7 +41,7 @@ def _attack_name(name: str | None) -> str:
 @epochs_option("TabDDPM training epochs (default: 300; fewer run faster and memorize less).")
 @click.option("--no-generator", is_flag=True, help="Only the positive control: no TabDDPM and no DynamicCut.")
 @click.option("--no-quality", is_flag=True, help="Skip the quality metrics.")
-@count_option("--jobs", "Cells run in parallel (default: the available CPUs).")
+@n_jobs_option("Cells run in parallel (default: the available CPUs; -1: all).", flag="--jobs")
 @seed_option("Seed of the study's cells (training, sampling, bootstraps).")
 def demo(out, distance, epochs, no_generator, no_quality, jobs, seed) -> None:
     """Find, measure and remove memorization on the embedded diabetes dataset; writes a report."""

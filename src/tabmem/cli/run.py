@@ -14,9 +14,9 @@ import click
 from tabmem.cli._options import (
     address_option,
     choice_option,
-    count_option,
     data_dir_option,
     executor_option,
+    n_jobs_option,
     out_dir_option,
 )
 
@@ -24,7 +24,9 @@ from tabmem.cli._options import (
 @click.command("run")
 @click.argument("study_path", metavar="STUDY.toml", type=click.Path(dir_okay=False, path_type=Path))
 @executor_option("local: worker processes on this machine; ray: Ray tasks (a cluster with --address).")
-@count_option("--jobs", "Parallel tasks (default: available CPUs / the study's threads; ray: no limit).")
+@n_jobs_option(
+    "Parallel tasks (default: available CPUs / the study's threads; ray: no limit; -1: all CPUs).", flag="--jobs"
+)
 @address_option()
 @choice_option(
     "--storage",

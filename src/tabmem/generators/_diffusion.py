@@ -3,8 +3,8 @@
 Written for tabmem from the papers: DDPM (Ho et al. 2020) with the cosine schedule of Nichol &
 Dhariwal (2021) for numerical features (epsilon-parametrised, MSE loss), multinomial diffusion
 (Hoogeboom et al. 2021) for categorical features (x0-parametrised, stochastic variational
-bound), combined as in TabDDPM (Kotelnikov et al. 2023; the configuration used by TabCutMix /
-DynamicCut is summarised in ``shared/papers/dynamiccut-and-tabcutmix.md`` §4.1).
+bound), combined as in TabDDPM (Kotelnikov et al. 2023), in the configuration used by TabCutMix and
+DynamicCut (:mod:`tabmem.generators.tabddpm`).
 
 Categorical features are held as ONE flat vector of concatenated one-hots (width K = sum of the
 cardinalities); per-feature normalisations use segment operations (a scatter max plus a matmul

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from tabmem._checks import check_positive_int
 from tabmem.data.schema import Schema, ValidatedTable, validate, validate_table
 from tabmem.errors import TabmemError
 from tabmem.generators._rng import derive_seed, fork_devices
@@ -112,8 +113,7 @@ class ModeSpecificNormalizer:
         clean frame then also gives the dtypes and category values :meth:`inverse_transform`
         returns (float64 and canonical strings), as a DataFrame's own do.
         """
-        if not isinstance(self.max_modes, (int, np.integer)) or self.max_modes < 1:
-            raise TabmemError(f"max_modes must be a positive integer, got {self.max_modes!r}")
+        check_positive_int("max_modes", self.max_modes)
         if not 0.0 <= float(self.weight_threshold) < 1.0:
             raise TabmemError(f"weight_threshold must be in [0, 1), got {self.weight_threshold!r}")
         from sklearn.mixture import BayesianGaussianMixture

@@ -1,6 +1,6 @@
 """TabDDPM (Kotelnikov et al. 2023) in the setting of the memorization papers.
 
-Faithful to the TabDDPM configuration used by TabCutMix / DynamicCut (brief §4.1): Gaussian
+Faithful to the TabDDPM configuration used by TabCutMix / DynamicCut: Gaussian
 diffusion on quantile-normalised numericals (``QuantileTransformer(output_distribution="normal",
 n_quantiles=max(min(N // 30, 1000), 10))``), multinomial diffusion on categoricals, the target as
 one more categorical column (an unconditional joint model), an MLP denoiser with a sinusoidal
@@ -70,7 +70,7 @@ class TabDDPM(TabularGenerator):
             "clip_denoised": True,
         },
     }
-    DATASET_PRESETS = {("paper", "adult"): {"weight_decay": 5e-4}}  # brief §4.1: Adult only
+    DATASET_PRESETS = {("paper", "adult"): {"weight_decay": 5e-4}}  # the papers set it for Adult only
 
     def __init__(
         self,

@@ -2,7 +2,7 @@
 
 From the per-epoch records of :class:`~tabmem.memorization.tracker.MemorizationTracker`
 (c_e(x_r), Mem-AUC_e(x_r) at tracked epochs e_1 < ... < e_E) this module derives, per training
-record (definitions of the DynamicCut brief §2.7; the paper's body was not available, so the
+record (DynamicCut's definitions; the paper's body was not available, so the
 event definitions follow its abstract and Toneva et al. 2019's "example forgetting"):
 
 * first-memorization epoch FM(x_r) = min{e : 1_e(x_r) = 1} (NaN when never memorized);
@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from tabmem._checks import check_positive_int
 from tabmem.errors import TabmemError
 from tabmem.memorization.store import load_tracking
 
@@ -156,9 +157,8 @@ class TrainingDynamics:
         over tracked epochs <= ``max_epoch`` (the warm-up window).
 
         The ranking DynamicCut prunes by ("ranks real samples by their epoch-wise memorization
-        intensity"; k and the window are not published: brief §2.7, so both are parameters)."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise TabmemError(f"intensity_score: k must be a positive integer, got {k!r}")
+        intensity"; k and the window are not published, so both are parameters)."""
+        check_positive_int("intensity_score: k", k)
         rows = np.ones(len(self.epochs), dtype=bool) if max_epoch is None else self.epochs <= max_epoch
         if not rows.any():
             raise TabmemError(f"intensity_score: no tracked epoch <= {max_epoch} (tracked: {self.epochs.tolist()})")

@@ -4,7 +4,7 @@
 every ``every`` epochs it samples ``n_samples`` rows (default ``|train|``, as the papers do)
 from the model under training and scores them with the core
 :class:`~tabmem.memorization.replicas.ReplicaDetector` against the original training table.
-Per tracked epoch e and training record x_r it stores (DynamicCut brief §2.7):
+Per tracked epoch e and training record x_r it stores (DynamicCut's definitions):
 
 * ``replica_count`` c_e(x_r): synthetic rows whose NN1 is x_r and whose ratio r < threshold;
 * the indicator 1_e(x_r) = [c_e(x_r) > 0] (derived: ``replica_count > 0``);
@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabmem._checks import check_positive_int, check_random_state
 from tabmem._io import write_frame, write_json
 from tabmem.callbacks import Callback
 from tabmem.callbacks import TrainingRun as TabularGenerator
@@ -85,16 +86,11 @@ class MemorizationTracker(Callback):
         keep_last_sample: bool = False,
         n_jobs: int | None = None,
     ):
-        if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
-            raise TabmemError(f"MemorizationTracker: every must be a positive integer, got {every!r}")
-        if n_samples is not None and (
-            isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1
-        ):
-            raise TabmemError(f"MemorizationTracker: n_samples must be a positive integer or None, got {n_samples!r}")
+        check_positive_int("MemorizationTracker: every", every)
+        check_positive_int("MemorizationTracker: n_samples", n_samples, allow_none=True)
         if not (0 < float(threshold) <= 1):
             raise TabmemError(f"MemorizationTracker: threshold must be in (0, 1], got {threshold!r}")
-        if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) or random_state < 0:
-            raise TabmemError(f"MemorizationTracker: random_state must be a non-negative integer, got {random_state!r}")
+        check_random_state(random_state, "MemorizationTracker: random_state")
         self.every = int(every)
         self.n_samples = n_samples
         self.distance = distance

@@ -2,7 +2,7 @@
 
 Alaa et al., "How Faithful is your Synthetic Data?" (ICML 2022); the naive (no one-class
 embedding) version of synthcity's ``AlphaPrecision`` as used by TabSyn/TabCutMix
-(``delta_precision_alpha_naive``, ``delta_coverage_beta_naive``; paper brief §4.2):
+(``delta_precision_alpha_naive``, ``delta_coverage_beta_naive``, as TabCutMix reports them):
 
 * rows are encoded as ``[min-max scaled numericals, one-hot categoricals]`` (scaler fitted on
   the real table), center ``c`` = mean real row;
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from sklearn.neighbors import NearestNeighbors
 
-from tabmem._checks import check_n_jobs
+from tabmem._checks import check_n_jobs, resolve_n_jobs
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
@@ -73,6 +73,7 @@ class _FeatureL2(L2Distance):
 
 
 def _sklearn_neighbors(x: np.ndarray, y: np.ndarray, n_jobs: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n_jobs = resolve_n_jobs(n_jobs)  # scikit-learn reads None as 1; the library's rule reads it as every CPU
     real_nn = NearestNeighbors(n_neighbors=2, algorithm="brute", n_jobs=n_jobs).fit(x)
     real_to_real = real_nn.kneighbors(x)[0][:, 1]
     dist, idx = NearestNeighbors(n_neighbors=1, algorithm="brute", n_jobs=n_jobs).fit(y).kneighbors(x)

@@ -222,22 +222,6 @@ def prepare_tables(
     return prep, clean
 
 
-def check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
-    """A fresh ``Generator`` (never the global numpy RNG)."""
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if random_state is not None and not isinstance(random_state, (int, np.integer)):
-        raise TabmemError(f"random_state must be an int, a numpy Generator or None, got {random_state!r}")
-    return np.random.default_rng(random_state)
-
-
-def check_positive_int(name: str, value: Any, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise TabmemError(f"{name} must be a positive integer, got {value!r}")
-
-
 def _json_number(x: Any) -> Any:
     """A metric value or bound for JSON: infinite bounds are written as the strings "inf"/"-inf"."""
     if isinstance(x, (float, np.floating)) and np.isinf(x):

@@ -1,6 +1,6 @@
 """DCR share: how often a synthetic row is closer to the training table than to a holdout.
 
-TabSyn's ``eval_dcr.py`` protocol (paper brief §4.2; amazon-science/tabsyn#18): numericals divided
+TabSyn's ``eval_dcr.py`` protocol (as TabCutMix uses it; amazon-science/tabsyn#18): numericals divided
 by the training range, categoricals one-hot, **L1** distance; for each synthetic row ``s``,
 ``DCR_train(s) = min_t ||s - t||_1`` and ``DCR_holdout(s) = min_h ||s - h||_1``; the score is the
 share of synthetic rows with ``DCR_train < DCR_holdout`` (strict). With a holdout as large as
@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 from scipy.linalg.blas import sgemm
 
-from tabmem._checks import check_n_jobs
+from tabmem._checks import check_n_jobs, check_positive_int
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
+from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
 from tabmem.neighbors.distances import EPS32, Block, Distance, Queries, _far_gaps, _overflowed
 from tabmem.neighbors.index import NeighborIndex
 

@@ -1,7 +1,7 @@
 """C2ST: logistic-regression detection exactly as SDMetrics' ``LogisticDetection`` computes it.
 
 Classifier two-sample test (Lopez-Paz & Oquab 2017) in the SDMetrics form used by TabSyn and
-TabCutMix (paper brief §4.2): label real rows 1 and synthetic rows 0; encode numericals as
+TabCutMix's detection protocol: label real rows 1 and synthetic rows 0; encode numericals as
 values with missing ones filled by the *real* mean, boolean columns as 0/1, other categoricals
 one-hot (categories of the real table; an unseen synthetic category is all zeros, where
 sdmetrics would fail); stratified 3-fold CV of ``SimpleImputer -> RobustScaler ->
@@ -27,10 +27,11 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import RobustScaler
 
+from tabmem._checks import check_positive_int, check_random_state
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NA_CATEGORY, Schema
 from tabmem.errors import TabmemError
-from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
+from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
 
 
 def detection_features(
@@ -98,6 +99,7 @@ class LogisticDetection(Metric):
     ) -> MetricResult:
         check_positive_int("n_splits", self.n_splits)
         check_positive_int("max_iter", self.max_iter)
+        check_random_state(self.random_state)
         if self.n_splits < 2:
             raise TabmemError(f"n_splits must be at least 2 (one fold leaves no rows to test on), got {self.n_splits}")
         prep, _ = prepare_tables(real, synthetic, schema, nan="match")

@@ -1,6 +1,6 @@
 """Machine-learning efficacy (MLE): train on synthetic, test on real, with the TabSyn protocol.
 
-TabSyn's ``eval/mle`` (reused by TabCutMix; paper brief §4.2):
+TabSyn's ``eval/mle`` (reused by TabCutMix):
 
 * features: a numerical column becomes ``log(max(x, 0.01))`` when its minimum in the *training*
   table is >= 0 and its maximum >= 1000, else ``(x - min) / (max - min) * 5``; categoricals
@@ -29,10 +29,11 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import f1_score, mean_squared_error, r2_score, roc_auc_score
 
+from tabmem._checks import check_random_state, resolve_n_jobs
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema
-from tabmem.errors import TabmemError
-from tabmem.metrics.base import Metric, MetricResult, check_positive_int, prepare_tables, register_metric
+from tabmem.errors import TabmemError, name_setting
+from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
 
 TABSYN_GRID: dict[str, list[Any]] = {
     "n_estimators": [10, 50, 100],
@@ -193,7 +194,7 @@ class MLE(Metric):
         grid: Literal["tabsyn", "tiny"] | dict[str, list[Any]] = "tabsyn",
         reference: bool = True,
         random_state: int = 0,
-        n_jobs: int = 1,
+        n_jobs: int | None = 1,
     ) -> None:
         self.grid = grid
         self.reference = reference
@@ -224,14 +225,17 @@ class MLE(Metric):
         holdout: pd.DataFrame | None = None,
     ) -> MetricResult:
         if test is None:
-            raise TabmemError("mle needs a real test table (--test)")
+            raise TabmemError(f"mle needs a real test table ({name_setting('test', '--test')})")
         if schema.target is None or schema.task is None:
-            raise TabmemError("mle needs a target column (--target) and its task")
-        check_positive_int("n_jobs", self.n_jobs)
+            raise TabmemError(
+                f"mle needs a target column ({name_setting('Schema(target=...)', '--target')}) and its task"
+            )
+        n_jobs = resolve_n_jobs(self.n_jobs)
+        check_random_state(self.random_state)
         grid = self._grid()
         prep, extra = prepare_tables(real, synthetic, schema, nan="error", extra_tables={"test": test})
         syn = evaluate_mle(
-            prep.encoder, prep.synthetic, extra["test"], grid=grid, random_state=self.random_state, n_jobs=self.n_jobs
+            prep.encoder, prep.synthetic, extra["test"], grid=grid, random_state=self.random_state, n_jobs=n_jobs
         )
         key = {"binclass": "auc", "multiclass": "macro_f1", "regression": "rmse"}[schema.task]
         rows = [{"train_on": "synthetic", **syn["scores"], "best_params": str(syn["best_params"])}]
@@ -244,7 +248,7 @@ class MLE(Metric):
         details["synthetic_best_params"] = syn["best_params"]
         if self.reference:
             ref = evaluate_mle(
-                prep.encoder, prep.real, extra["test"], grid=grid, random_state=self.random_state, n_jobs=self.n_jobs
+                prep.encoder, prep.real, extra["test"], grid=grid, random_state=self.random_state, n_jobs=n_jobs
             )
             rows.append({"train_on": "real", **ref["scores"], "best_params": str(ref["best_params"])})
             details["real"] = ref["scores"]

@@ -14,7 +14,7 @@ Estimators:
   (unbiased, higher variance, ``O(n)``).
 
 ``mode="paper"`` reproduces the LevAtt code (synthcity's ``MaximumMeanDiscrepancy``,
-LevAtt brief §2.8): the *biased* V-statistic with ``exp(-gamma ||a-b||^2)``, ``gamma = 1`` on
+as the LevAtt paper uses it): the *biased* V-statistic with ``exp(-gamma ||a-b||^2)``, ``gamma = 1`` on
 **raw** numerical values plus one-hot. It is scale-dependent: on columns with large ranges
 every cross kernel is ~0 and the value collapses to ~``1/n + 1/m`` whatever the data.
 
@@ -31,14 +31,13 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from tabmem._checks import check_positive_int, check_random_state
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics._encode import block_rows, features
 from tabmem.metrics.base import (
     Metric,
     MetricResult,
-    check_positive_int,
-    check_random_state,
     prepare_tables,
     register_metric,
 )
@@ -183,7 +182,7 @@ class MMD(Metric):
         check_positive_int("max_samples", self.max_samples, allow_none=True)
         if self.gamma is not None and not (np.isfinite(self.gamma) and self.gamma > 0):
             raise TabmemError(f"gamma must be a positive number, got {self.gamma!r}")
-        rng = check_random_state(self.random_state)
+        rng = np.random.default_rng(check_random_state(self.random_state))
         prep, _ = prepare_tables(real, synthetic, schema, nan="error")
         numeric = "raw" if self.mode == "paper" else "standardized"
         with np.errstate(over="ignore", invalid="ignore"):

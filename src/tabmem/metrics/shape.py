@@ -1,6 +1,6 @@
 """Column Shapes as SDMetrics' QualityReport computes it (KSComplement / TVComplement).
 
-Per column (Patki et al., SDMetrics; TabSyn/TabCutMix §4.2 "Shape"):
+Per column (Patki et al., SDMetrics; TabSyn/TabCutMix "Shape"):
 
 * numerical: ``KSComplement = 1 - sup_x |F_real(x) - F_syn(x)|`` (two-sample Kolmogorov-Smirnov
   statistic) on the non-missing values, after rounding to 14 decimals as sdmetrics >= 0.12 does;

@@ -1,6 +1,6 @@
 """Column Pair Trends as SDMetrics' QualityReport computes it, vectorised.
 
-For every pair of columns (TabSyn/TabCutMix §4.2 "Trend"):
+For every pair of columns (TabSyn/TabCutMix "Trend"):
 
 * numerical-numerical: ``CorrelationSimilarity = 1 - |rho_real - rho_syn| / 2`` (Pearson, on the
   rows where both values are present; NaN when a column is constant);
@@ -31,6 +31,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from tabmem._checks import check_positive_int
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
@@ -226,8 +227,7 @@ class Trend(Metric):
             raise TabmemError(f"pair_filter must be 'all' or 'sdmetrics', got {self.pair_filter!r}")
         if self.binning not in ("per_table", "real_edges"):
             raise TabmemError(f"binning must be 'per_table' or 'real_edges', got {self.binning!r}")
-        if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, (int, np.integer)) or self.n_bins < 1:
-            raise TabmemError(f"n_bins must be a positive integer, got {self.n_bins!r}")
+        check_positive_int("n_bins", self.n_bins)
         corr, assoc = (
             (0.0, 0.0)
             if self.pair_filter == "all"

@@ -23,14 +23,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tabmem._checks import check_positive_int, check_random_state
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics._encode import features
 from tabmem.metrics.base import (
     Metric,
     MetricResult,
-    check_positive_int,
-    check_random_state,
     prepare_tables,
     register_metric,
 )
@@ -83,7 +82,7 @@ class Wasserstein(Metric):
         holdout: pd.DataFrame | None = None,
     ) -> MetricResult:
         check_positive_int("n_projections", self.n_projections)
-        rng = check_random_state(self.random_state)
+        rng = np.random.default_rng(check_random_state(self.random_state))
         prep, _ = prepare_tables(real, synthetic, schema, nan="error")
         enc = prep.encoder
         rows = []

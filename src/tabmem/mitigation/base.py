@@ -30,7 +30,7 @@ from tabmem._params import Params
 from tabmem._registry import Registry
 from tabmem.data.dtypes import category_dtypes, restore_dtypes
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
-from tabmem.errors import NotFittedError, ParameterError, TabmemError
+from tabmem.errors import NotFittedError, ParameterError, TabmemError, name_setting
 
 __all__ = [
     "AUGMENTERS",
@@ -129,7 +129,8 @@ def require_class_target(schema: Schema, method: str) -> str:
     """The schema's target, which must exist and be categorical (label-conditioned methods)."""
     if schema.target is None:
         raise TabmemError(
-            f"{method} is label-conditioned: it needs a categorical target column (--target / Schema(target=...)); "
+            f"{method} is label-conditioned: it needs a categorical target column "
+            f"({name_setting('Schema(target=...)', '--target')}); "
             "the table has none"
         )
     if schema.target not in schema.categorical:

@@ -1,7 +1,7 @@
 """DynamicCut: rank training records by early memorization, prune the top fraction, retrain from scratch.
 
 Fang et al., "A Closer Look on Memorization in Tabular Diffusion Model: A Data-Centric Perspective"
-(arXiv 2505.22322; only the abstract could be read, brief §1.1 and §2.7), a two-stage,
+(arXiv 2505.22322; only the abstract was available, so unpublished settings are parameters), a two-stage,
 model-agnostic method:
 
 1. **warm-up**: train the generator for the first ``warmup_epochs`` epochs of its full schedule
@@ -39,7 +39,7 @@ from tabmem._params import Params
 from tabmem.callbacks import StopAtEpoch
 from tabmem.data.fingerprint import table_fingerprint
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
-from tabmem.errors import NotFittedError, ParameterError, TabmemError
+from tabmem.errors import NotFittedError, ParameterError, TabmemError, suggest
 from tabmem.generators import get_generator
 from tabmem.memorization.tracker import MemorizationTracker
 from tabmem.mitigation.base import AUGMENTERS, augmented_table, get_augmenter, require_class_target
@@ -73,38 +73,52 @@ def check_dynamiccut(
     mix_ratio: float = 0.3,
     schema: Schema | None = None,
 ) -> None:
-    """Check DynamicCut's settings before any work (one error naming the option: argument and CLI flag).
+    """Check DynamicCut's settings before any work (one error naming the argument, and its flag under the command line).
 
     With ``schema``, a label-conditioned ``mix`` on a table without a categorical target fails here,
     before the warm-up."""
-    check_choice("prune_by (--prune-by)", prune_by, RANKING_METHODS)
-    check_number("prune (--prune)", prune, low=0.0, high=1.0, low_open=True, high_open=True)
-    check_positive_int("top_k (--top-k)", top_k)
-    check_positive_int("epochs (--epochs)", epochs)
+    check_choice(_named("prune_by", "--prune-by"), prune_by, RANKING_METHODS)
+    check_number(_named("prune", "--prune"), prune, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_positive_int(_named("top_k", "--top-k"), top_k)
+    check_positive_int(_named("epochs", "--epochs"), epochs)
     if mix is not None:
         aug = AUGMENTERS.get(mix)  # unknown names fail here, listing the known ones
-        check_number("mix_ratio (--mix-ratio)", mix_ratio, low=0.0, low_open=True)
+        check_number(_named("mix_ratio", "--mix-ratio"), mix_ratio, low=0.0, low_open=True)
         if schema is not None and aug.needs_target:
-            require_class_target(schema, f"--mix {mix}")
+            require_class_target(schema, suggest(f"mix={mix!r}", "--mix", mix) or f"mix={mix!r}")
     if not needs_warmup(prune_by, ranking) or prune_by == "count":
         if track_every is not None:
-            check_positive_int("track_every (--track-every)", track_every)
+            check_positive_int(_named("track_every", "--track-every"), track_every)
         return
     if warmup_epochs is None or track_every is None:
         raise ParameterError(
-            f"prune_by={prune_by!r} ranks records from a tracked warm-up: give warmup_epochs (--warmup-epochs) "
-            "and track_every (--track-every), or a ranking (--ranking)"
+            f"prune_by={prune_by!r} ranks records from a tracked warm-up: give "
+            f"{_named('warmup_epochs', '--warmup-epochs')} and {_named('track_every', '--track-every')}, "
+            f"or a ranking{_flag('--ranking')}"
         )
-    check_positive_int("warmup_epochs (--warmup-epochs)", warmup_epochs)
-    check_positive_int("track_every (--track-every)", track_every)
+    check_positive_int(_named("warmup_epochs", "--warmup-epochs"), warmup_epochs)
+    check_positive_int(_named("track_every", "--track-every"), track_every)
     if warmup_epochs > epochs:
         raise ParameterError(
-            f"warmup_epochs (--warmup-epochs) = {warmup_epochs} is longer than the run: epochs (--epochs) = {epochs}"
+            f"{_named('warmup_epochs', '--warmup-epochs')} = {warmup_epochs} is longer than the run: "
+            f"{_named('epochs', '--epochs')} = {epochs}"
         )
     if track_every > warmup_epochs:
         raise ParameterError(
-            f"track_every (--track-every) = {track_every} tracks no epoch within the warm-up of {warmup_epochs} epochs"
+            f"{_named('track_every', '--track-every')} = {track_every} tracks no epoch within the warm-up of "
+            f"{warmup_epochs} epochs"
         )
+
+
+def _named(parameter: str, flag: str) -> str:
+    """``parameter`` in the library; ``parameter (--flag)`` under a command that has the flag."""
+    return parameter + _flag(flag)
+
+
+def _flag(flag: str) -> str:
+    """`` (--flag)`` under a command that has the flag, else nothing."""
+    shown = suggest("", flag)
+    return f" ({shown})" if shown else ""
 
 
 @dataclass(frozen=True)

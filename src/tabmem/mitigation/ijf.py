@@ -1,6 +1,6 @@
 """IJF: new rows drawn from independent per-column marginals (the TabCutMix paper's baseline).
 
-The TabCutMix authors' ``baseline_augmentation`` (brief §3.2): every column is drawn on its own,
+The TabCutMix authors' ``baseline_augmentation``: every column is drawn on its own,
 numerical columns from a normal distribution with the column's mean and standard deviation
 (``ddof=1``, pandas' default; missing values ignored), categorical columns (the target included)
 from their empirical frequencies. Column dependencies are destroyed on purpose: the rows are

@@ -1,7 +1,7 @@
 """Mixup for tables: convex combinations of two training rows.
 
 Zhang et al. (2018), "mixup: Beyond Empirical Risk Minimization"; the tabular version of the
-TabCutMix authors' ``mixup_tabular`` (brief §3.2): per new row, ``lambda ~ Beta(alpha, alpha)``
+TabCutMix authors' ``mixup_tabular``: per new row, ``lambda ~ Beta(alpha, alpha)``
 (alpha = 0.4), rows i and j uniform over the whole table (any classes, i = j possible);
 numerical columns ``lambda x_i + (1 - lambda) x_j``; categorical columns (the target included)
 one-hot encoded, mixed the same way and decoded by arg-max. The arg-max of

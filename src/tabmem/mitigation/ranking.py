@@ -8,7 +8,7 @@ assigned once, by descending score with ties (and NaN scores, ranked last) broke
 permutation; pruning the top fraction p removes the ``ceil(p N)`` records of rank <= ceil(p N).
 
 Methods (:data:`RANKING_METHODS`), from per-record memorization tracking
-(:class:`~tabmem.memorization.dynamics.TrainingDynamics`; brief §2.7):
+(:class:`~tabmem.memorization.dynamics.TrainingDynamics`, DynamicCut's definitions):
 
 * ``intensity`` (DynamicCut, arXiv 2505.22322): mean of each record's ``k`` largest per-epoch
   Mem-AUC_e(x) over the tracked epochs <= the warm-up length (the paper's k and warm-up are not
@@ -39,7 +39,7 @@ import pandas as pd
 
 from tabmem._checks import check_choice, check_fraction, check_positive_int, check_random_state
 from tabmem._io import jsonable, read_json, write_frame, write_json
-from tabmem.errors import ParameterError, TabmemError
+from tabmem.errors import ParameterError, TabmemError, name_setting
 from tabmem.memorization.dynamics import TrainingDynamics
 from tabmem.memorization.replicas import ReplicaResult
 from tabmem.memorization.store import load_tracking
@@ -349,6 +349,6 @@ def _window(dynamics: TrainingDynamics, warmup_epochs: int | None) -> list[int]:
     if not len(epochs):
         raise TabmemError(
             f"no tracked epoch <= warmup_epochs={warmup_epochs} (tracked: {dynamics.epochs.tolist()[:10]}); "
-            "track more often (--track-every) or warm up longer"
+            f"track more often ({name_setting('track_every', '--track-every')}) or warm up longer"
         )
     return [int(e) for e in epochs]

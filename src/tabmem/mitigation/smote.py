@@ -7,7 +7,7 @@ Chawla et al. (2002), "SMOTE: Synthetic Minority Over-sampling Technique". Two v
   neighbours within the class. SMOTENC interpolates numerical features on the segment between a
   row and a same-class neighbour and gives each categorical feature its most frequent value among
   the neighbours (imbalanced-learn's rule).
-* ``variant="paper"`` (the TabCutMix authors' ``smote_tabular``, brief §3.2): base row i uniform
+* ``variant="paper"`` (the TabCutMix authors' ``smote_tabular``): base row i uniform
   over the class, neighbour j uniform over its ``k_neighbors`` nearest same-class rows by Euclidean
   distance on the raw numerical features; numerical features ``x_i + u (x_j - x_i)``, u ~ U(0, 1);
   each categorical feature from i or j with probability 1/2.

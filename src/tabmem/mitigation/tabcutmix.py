@@ -1,7 +1,7 @@
 """TabCutMix and TabCutMixPlus: new rows made of cells of two training rows of the same class.
 
 Fang et al., "Understanding and Mitigating Memorization in Diffusion Models for Tabular Data"
-(arXiv 2412.11044, ICML 2025), §4 and App. C; the authors' ``cutmix_intra.py`` (brief §3). Per new
+(arXiv 2412.11044, ICML 2025), §4 and App. C; the authors' ``cutmix_intra.py``. Per new
 row: ``lambda ~ U(0, 1)``; row A uniform over the training rows (so classes follow their prior);
 partner B uniform over the rows with A's label (B may be A); the new row is A with some non-label
 cells replaced by B's; its label is A's.

@@ -35,8 +35,7 @@ from typing import Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from tabmem._checks import resolve_n_jobs
-from tabmem.errors import ParameterError
+from tabmem._checks import check_positive_int, resolve_n_jobs
 from tabmem.neighbors.distances import Distance, PrunedBlock, Queries
 
 DEFAULT_MEMORY_BUDGET = 1 << 30  # bytes of working memory for all workers together
@@ -70,8 +69,7 @@ def kneighbors(
     after each block.
     """
     n_q, n_ref = len(queries), distance.n_ref
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
-        raise ParameterError(f"k must be a positive integer, got {k!r}")
+    check_positive_int("k", k)
     idx = np.full((n_q, k), -1, dtype=np.int64)
     dist = np.full((n_q, k), np.inf, dtype=np.float64)
     if n_q == 0 or n_ref == 0:

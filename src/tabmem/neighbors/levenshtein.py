@@ -32,7 +32,6 @@ integer, exact) and the position of one string reaching it, without ever buildin
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ import numpy as np
 from rapidfuzz import process
 from rapidfuzz.distance import LCSseq, Levenshtein
 
+from tabmem._checks import check_positive_int, resolve_n_jobs
 from tabmem.errors import TabmemError
 
 _MAX_BUCKETS = 96  # distinct characters kept as their own count bucket (the rest share one)
@@ -131,13 +131,15 @@ class LevenshteinIndex:
     Parameters
     ----------
     n_jobs:
-        Worker processes for :meth:`query` (``-1``: all CPUs). Small problems run in-process.
+        Worker processes for :meth:`query`, the library's one rule (:mod:`tabmem._checks`):
+        ``None`` every CPU this process may use, ``k`` workers, ``-1`` all, ``-k`` all but ``k - 1``.
+        Small problems run in-process.
     block_size:
         Most queries per block of the bound computation; blocks are shrunk so that one block's
         working memory (~16 bytes per query x string pair) stays under 256 MB per worker.
     """
 
-    def __init__(self, n_jobs: int = 2, block_size: int = 64) -> None:
+    def __init__(self, n_jobs: int | None = 2, block_size: int = 64) -> None:
         self.n_jobs = n_jobs
         self.block_size = block_size
 
@@ -148,8 +150,7 @@ class LevenshteinIndex:
             raise TabmemError("LevenshteinIndex.fit: no strings to index (the synthetic table is empty)")
         if any(len(s) >= 1 << 24 for s in strings):
             raise TabmemError("strings: strings of 2**24 characters or more are not supported")
-        if not isinstance(self.block_size, (int, np.integer)) or self.block_size < 1:
-            raise TabmemError(f"LevenshteinIndex: block_size must be a positive integer, got {self.block_size!r}")
+        check_positive_int("LevenshteinIndex: block_size", self.block_size)
         self.strings_ = strings
         self.array_ = np.array(strings, dtype=object)
         self.lengths_ = np.fromiter((len(s) for s in strings), dtype=np.int64, count=len(strings))
@@ -173,7 +174,7 @@ class LevenshteinIndex:
             return LevenshteinResult(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0)
         if any(len(q) >= 1 << 24 for q in queries):
             raise TabmemError("queries: strings of 2**24 characters or more are not supported")
-        jobs = _n_jobs(self.n_jobs)
+        jobs = resolve_n_jobs(self.n_jobs)
         # bounded memory: a block holds ~16 bytes per (query, string) pair (bounds, LCS, temporaries)
         step = int(max(1, min(self.block_size, _BLOCK_BYTES // (16 * len(self.strings_)))))
         blocks = [(i, min(i + step, n)) for i in range(0, n, step)]
@@ -334,13 +335,6 @@ def _parallel(index: LevenshteinIndex, queries: list[str], blocks: list[tuple[in
         _WORKER_INDEX = None
 
 
-def _n_jobs(n_jobs: int) -> int:
-    if not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0 or n_jobs < -1:
-        raise TabmemError(f"n_jobs must be a positive integer or -1 (all CPUs), got {n_jobs!r}")
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cpus if n_jobs == -1 else int(min(n_jobs, max(cpus, 1) * 4))
-
-
 def _as_str_list(strings: Sequence[str], name: str) -> list[str]:
     if isinstance(strings, str):
         raise TabmemError(f"{name}: expected a sequence of strings, got a single string")
@@ -351,6 +345,6 @@ def _as_str_list(strings: Sequence[str], name: str) -> list[str]:
     return out
 
 
-def min_levenshtein(queries: Sequence[str], strings: Sequence[str], *, n_jobs: int = 2) -> LevenshteinResult:
+def min_levenshtein(queries: Sequence[str], strings: Sequence[str], *, n_jobs: int | None = 2) -> LevenshteinResult:
     """Exact ``min_s Lev(q, s)`` for every query (convenience wrapper around :class:`LevenshteinIndex`)."""
     return LevenshteinIndex(n_jobs=n_jobs).fit(strings).query(queries)

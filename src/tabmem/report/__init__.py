@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem._io import write_text
-from tabmem.errors import TabmemError
+from tabmem.errors import TabmemError, name_setting, suggest
 from tabmem.report.model import Attacks, Audit, Cell, Quality, ReportData, Training
 from tabmem.report.readers import detect_kind, load_report_data
 from tabmem.report.render import render_report
@@ -33,6 +33,11 @@ __all__ = [
     "Quality",
     "Training",
 ]
+
+
+def _show() -> str:
+    """``show_records=True`` in the library, ``--show-records`` under the command line."""
+    return name_setting("show_records=True", "--show-records")
 
 
 def write_report(
@@ -54,7 +59,9 @@ def write_report(
     data = load_report_data(path)
     out_path = Path(out) if out is not None else Path(path) / "report.html"
     if out_path.exists() and out_path.is_dir():
-        raise TabmemError(f"--out: {str(out_path)!r} is a directory; give the HTML file to write")
+        raise TabmemError(
+            f"{name_setting('out', '--out')}: {str(out_path)!r} is a directory; give the HTML file to write"
+        )
     records = _records(data, train, data_dir, n_records) if show_records else None
     return write_text(out_path, render_report(data, records=records))
 
@@ -71,7 +78,7 @@ def _records(
         counts = cell.audit.record_counts
         if len(table) != counts.size:
             raise TabmemError(
-                f"--show-records: the training table has {len(table):,} rows but cell {cell.name!r} counts replicas "
+                f"{_show()}: the training table has {len(table):,} rows but cell {cell.name!r} counts replicas "
                 f"for {counts.size:,} training records: it is not that cell's training table"
             )
         order = np.lexsort((np.arange(counts.size), -counts))[:n]
@@ -94,8 +101,9 @@ def _training_table(cell: Cell, data_dir: str | Path | None) -> pd.DataFrame:
 
         p = Path(source["train"])
         if not p.is_file():
-            raise TabmemError(f"--show-records: cell {cell.name!r} was trained on {str(p)!r}, which is not there now")
+            raise TabmemError(f"{_show()}: cell {cell.name!r} was trained on {str(p)!r}, which is not there now")
         return read_table(p)
+    ways = [w for w in (suggest("train=TABLE", "--train", "FILE"), suggest("", "--dataset", "NAME")) if w]
     raise TabmemError(
-        f"--show-records: cell {cell.name!r} does not record its training table; pass --train FILE or --dataset NAME"
+        f"{_show()}: cell {cell.name!r} does not record its training table; pass {' or '.join(ways) or 'train=TABLE'}"
     )

@@ -4,7 +4,7 @@
 (353 training rows, 89 held-out rows): a positive control that leaks by construction
 (``noisy_resample``: training rows, 30% copied exactly, the rest jittered; not a generative
 model), TabDDPM (``small`` preset) trained with per-record memorization tracking, and the same
-TabDDPM after DynamicCut (issue 10's ``dynamiccut`` step: the 10% of records most memorized in a
+TabDDPM after DynamicCut (the ``dynamiccut`` mitigation step: the 10% of records most memorized in a
 tracked warm-up removed, then retrained from scratch). TabCutMix, the other mitigation the papers
 compare, needs a categorical target and diabetes has a numerical one. Every cell runs the
 replica audit with the holdout baseline, the default no-box attacks (DOMIAS is left out:

@@ -13,7 +13,7 @@ What a run does:
    ``manifest.json`` after every task (:mod:`tabmem.studies.store`).
 
 Threads: ``[study] threads = N`` pins torch/BLAS threads per task (results then do not depend on
-the executor or ``--jobs``: some generators' floating-point sums depend on the thread count); the
+the executor or ``jobs``: some generators' floating-point sums depend on the thread count); the
 local executor runs at most ``available CPUs // N`` jobs. ``threads = "auto"`` gives each of the
 ``jobs`` workers ``available CPUs // jobs`` threads.
 
@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tabmem._checks import available_cpus
+from tabmem._checks import available_cpus, resolve_n_jobs, threads_per_worker
 from tabmem._io import read_json, write_text
-from tabmem.errors import ParameterError, TabmemError
+from tabmem.errors import ParameterError, TabmemError, name_setting, suggest
 from tabmem.runs.protocol import RunDirectory, RunKind
 from tabmem.studies.cells import cell_state, step_dir
 from tabmem.studies.executors import EXECUTORS
@@ -155,6 +155,8 @@ def _resolve_parallelism(study: Study, executor: str, jobs: int | None, n_tasks:
     """``(jobs, threads, note)`` for this machine (module docstring)."""
     cpus = available_cpus()
     note = None
+    if jobs is not None:  # the library's one n_jobs rule: -1 all CPUs, -k all but k-1
+        jobs = resolve_n_jobs(jobs, "jobs")
     if executor != "local":
         threads = study.threads if isinstance(study.threads, int) else 1
         return (jobs or max(1, n_tasks)), threads, None
@@ -164,14 +166,16 @@ def _resolve_parallelism(study: Study, executor: str, jobs: int | None, n_tasks:
         if jobs is None:
             jobs = limit
         elif jobs > limit:
-            note = f"--jobs {jobs} x threads {threads} would oversubscribe {cpus} CPU(s): running {limit} job(s)"
+            asked = suggest(f"jobs={jobs}", "--jobs", str(jobs)) or f"{jobs} jobs"
+            note = f"{asked} x threads {threads} would oversubscribe {cpus} CPU(s): running {limit} job(s)"
             jobs = limit
     else:
         if jobs is not None and jobs > cpus:
-            note = f"--jobs {jobs} would oversubscribe {cpus} CPU(s): running {cpus} job(s)"
+            asked = suggest(f"jobs={jobs}", "--jobs", str(jobs)) or f"{jobs} jobs"
+            note = f"{asked} would oversubscribe {cpus} CPU(s): running {cpus} job(s)"
             jobs = cpus
         jobs = jobs or cpus
-        threads = max(1, cpus // jobs)
+        threads = threads_per_worker(jobs)
     return max(1, jobs), threads, note
 
 
@@ -190,7 +194,9 @@ def plan_study(
     cells = select_cells(study.cells, only)
     if not cells:
         example = study.cells[0].name
-        raise ParameterError(f"--only matched no cell (cell names look like {example!r}; ids are 12 hex digits)")
+        raise ParameterError(
+            f"{name_setting('only', '--only')} matched no cell (cell names look like {example!r}; ids are 12 hex digits)"
+        )
     states = {c.id: cell_state(out, c) for c in cells}
     tasks = group_cells([c for c in cells if states[c.id] != "done"])
     counted: set[str] = set()
@@ -363,12 +369,17 @@ def run_study(
     if not isinstance(study, Study):
         study = load_study(study)
     if executor not in EXECUTORS:
-        raise ParameterError(f"--executor: unknown executor {executor!r} (available: {', '.join(EXECUTORS.names())})")
+        raise ParameterError(
+            f"{name_setting('executor', '--executor')}: unknown executor {executor!r} "
+            f"(available: {', '.join(EXECUTORS.names())})"
+        )
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise TabmemError(f"--out: cannot create {str(out)!r} ({exc.strerror or exc})") from None
+        raise TabmemError(
+            f"{name_setting('out', '--out')}: cannot create {str(out)!r} ({exc.strerror or exc})"
+        ) from None
     out = out.resolve()
     plan = plan_study(study, out, only=only, executor=executor, jobs=jobs)
     _, _, note = _resolve_parallelism(study, executor, jobs, len(plan.tasks))

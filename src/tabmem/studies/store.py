@@ -27,7 +27,7 @@ epochs         int64     training epochs of the cell's generator
 n_train        int64     training rows the generator was given (after ``n_train`` subsampling;
                          before any mitigation)
 step           string    pipeline step that produced the row: ``train``, ``sample``, ``audit``,
-                         ``attack``, ``quality`` (and the mitigation steps of issue 10)
+                         ``attack``, ``quality`` (and the mitigation steps)
 component      string    what inside the step: the distance (audit), the attack (attack);
                          ``""`` for steps with one component (train, sample, quality)
 metric         string    metric name (list below)

@@ -31,7 +31,7 @@ A study file::
     options = { tendency = 9.0 }
     defenses = [{ name = "digit_modifier", p_min = 0.05, p_max = 0.1 }]
 
-    [[mitigations]]        # optional axis: an entry names a step with a placement (issue 10)
+    [[mitigations]]        # optional axis: an entry names a step with a placement
     label = "none"
 
     [train]                # one table per step of the pipeline: that step's options

@@ -1,4 +1,4 @@
-"""The exact row formats of the LevAtt paper's code (Ward et al. 2025; brief ``levatt-tlp-dm.md`` §2.2).
+"""The exact row formats of the LevAtt paper's code (Ward et al. 2025).
 
 * ``paper_sft``: every column, cell = ``"value: " + repr(float(v))`` for a number and
   ``"value: " + str(v)`` otherwise, joined by ``","`` (``run_lev_attack_sft.py``);

@@ -1,4 +1,9 @@
-"""Evidence (issue 13): shadow-model attacks, ε lower bounds, the copying test and authenticity on real data.
+"""Evidence: shadow-model attacks, ε lower bounds, the copying test and authenticity on real data.
+
+The same experiment as a study: ``tabmem run studies/privacy/quick.toml`` (the cells' results in
+``results.parquet``, the report with ``tabmem report``). This script is kept because docs/attacks.md's
+tables were measured with it: it takes the non-members and the population from the training split
+(the study takes them from the test split) and prints those tables from its ``evidence.json``.
 
 Two regimes of TabDDPM ``small`` on a 1,000-row Adult subsample (members), with 1,000 held-out rows of
 the same split as non-members and 2,000 further rows as the population (DOMIAS reference, shadow top-up):
@@ -14,9 +19,9 @@ additions on each regime, and prints the tables of ``docs/attacks.md``.
 
 Usage (niced, one torch thread; about 5 CPU-minutes per ``mem`` shadow on this machine)::
 
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/privacy_evidence.py train --regime nomem --out runs/privacy
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/privacy_evidence.py train --regime mem --out runs/privacy
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/privacy_evidence.py attack --regime mem --out runs/privacy
+    OMP_NUM_THREADS=1 nice -n 10 python studies/privacy/privacy_evidence.py train --regime nomem --out runs/privacy
+    OMP_NUM_THREADS=1 nice -n 10 python studies/privacy/privacy_evidence.py train --regime mem --out runs/privacy
+    OMP_NUM_THREADS=1 nice -n 10 python studies/privacy/privacy_evidence.py attack --regime mem --out runs/privacy
 """
 
 from __future__ import annotations
@@ -28,6 +33,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+
+def default_data_dir() -> str | None:
+    """``$TABMEM_DATA_DIR``, else ``../shared/datasets`` next to the checkout, else None (the dataset cache)."""
+    import os
+    from pathlib import Path
+
+    sibling = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    return os.environ.get("TABMEM_DATA_DIR") or (str(sibling) if sibling.is_dir() else None)
 
 
 def tables(data_dir: str, n: int, n_pop: int, data_seed: int):
@@ -50,7 +64,11 @@ def main() -> None:
     ap.add_argument("--n-shadows", type=int, default=16)
     ap.add_argument("--data-seed", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.step == "table":

@@ -1,9 +1,13 @@
-"""Evidence for the LLM issue: LevAtt on a from-scratch REaLTabFormer-style model, without defence,
+"""Evidence for docs/llm.md: LevAtt on a from-scratch REaLTabFormer-style model, without defence,
 with TLP at the calibrated tendency, and with the Digit Modifier, next to fidelity and utility.
+
+The defences as a study: ``tabmem run studies/defences/quick.toml`` (TLP sweep and Digit Modifier on
+the same model). This script is kept because docs/llm.md's figures were measured with it: it
+calibrates the TLP tendency on the run and checkpoints the training every 25 epochs.
 
 Members = the dataset's 80% split (seed 42), non-members = the other 20%. Usage::
 
-    python benchmarks/llm_evidence.py --dataset diabetes --epochs 300 --out /tmp/llm_evidence
+    python studies/defences/llm_evidence.py --dataset diabetes --epochs 300 --out runs/llm_evidence
 
 Training checkpoints every 25 epochs into ``OUT/DATASET/checkpoint.pt`` and resumes from it.
 Results go to ``OUT/DATASET/results.json`` and a Markdown table on stdout (aggregates only).
@@ -62,7 +66,7 @@ def main() -> None:
     p.add_argument("--search-draws", type=int, default=3, help="synthetic draws averaged per t in the TLP search")
     p.add_argument("--dm", default="0.05,0.1;0.1,0.9", help="DigitModifier (p_min,p_max) settings, ';'-separated")
     p.add_argument("--train-only", action="store_true")
-    p.add_argument("--out", default="/tmp/llm_evidence")
+    p.add_argument("--out", default="runs/llm_evidence")
     args = p.parse_args()
     torch.set_num_threads(1)
 

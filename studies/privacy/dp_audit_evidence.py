@@ -1,4 +1,8 @@
-"""Evidence (issue 13): audited ε lower bounds of the DP-SGD LLM generator next to its claimed ε.
+"""Evidence: audited ε lower bounds of the DP-SGD LLM generator next to its claimed ε.
+
+A script, not a study: it attacks with a split of diabetes in halves at random (members and
+non-members from one table), which the study engine's dataset splits do not express; the DP generator
+itself can be a study cell (``dp_epsilon`` parameter of the ``llm`` generator).
 
 Diabetes (442 rows, ships with scikit-learn) split in half at random: 221 members (training rows)
 and 221 non-members; a balanced split gives the audit the most power. The LLM generator (preset
@@ -10,7 +14,7 @@ lower bound at the generator's δ, next to the claim.
 
 Usage (niced, one torch thread; about 11 s per epoch per model on this shared CPU)::
 
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/dp_audit_evidence.py --epochs 150 --out runs/dp
+    OMP_NUM_THREADS=1 nice -n 10 python studies/privacy/dp_audit_evidence.py --epochs 150 --out runs/dp
 """
 
 from __future__ import annotations

@@ -1,13 +1,17 @@
 """Side by side: tabmem's CTGAN/TVAE against the reference ``ctgan`` package, same data, seeds and epochs.
 
+A script, not a study: the reference ``ctgan`` package runs in a virtualenv of its own (never a
+tabmem dependency), which the study engine cannot run as a component.
+
 The ``ctgan`` package (BUSL-1.1) is never a dependency of tabmem. It lives in a virtual environment of its
-own (``--ref-python``, default ``$TABMEM_CTGAN_REF_PYTHON`` or ``/work/venvs/ctgan-ref/bin/python``), and
+own (``--ref-python``, default ``$TABMEM_CTGAN_REF_PYTHON``), and
 this script runs it there in a subprocess (``--worker``, which imports only the package, pandas, numpy
 and torch). Set that environment up with::
 
-    python3.11 -m venv /work/venvs/ctgan-ref
-    /work/venvs/ctgan-ref/bin/pip install torch==2.13.0   # first: an unpinned torch pulls a CUDA build
-    /work/venvs/ctgan-ref/bin/pip install ctgan==0.12.1
+    python3.11 -m venv ../venvs/ctgan-ref          # any directory outside the checkout
+    ../venvs/ctgan-ref/bin/pip install torch==2.13.0   # first: an unpinned torch pulls a CUDA build
+    ../venvs/ctgan-ref/bin/pip install ctgan==0.12.1
+    export TABMEM_CTGAN_REF_PYTHON=$(realpath ../venvs/ctgan-ref/bin/python)
 
 For each seed, every implementation is trained on the Adult training split (one torch thread), samples
 |train| rows and is scored with the same tabmem code: memorization rate (``fang2024``, ratio 1/3) next
@@ -18,12 +22,12 @@ so an interrupted comparison resumes), and a markdown table of all runs there is
 
 Quick check (a few minutes)::
 
-    python benchmarks/ctgan_tvae_reference.py --model ctgan --epochs 5 --seeds 0 --out /tmp/cmp_quick
+    python studies/ctgan_tvae/ctgan_tvae_reference.py --model ctgan --epochs 5 --seeds 0 --out runs/cmp_quick
 
 LONG RUN (about 20-25 minutes per 300-epoch CTGAN fit on a quiet core, an hour or more on a loaded
 one, so 1.5 hours at best for this one; run it under ``nice`` in the background)::
 
-    python benchmarks/ctgan_tvae_reference.py --model ctgan --epochs 300 --seeds 0 1 \\
+    python studies/ctgan_tvae/ctgan_tvae_reference.py --model ctgan --epochs 300 --seeds 0 1 \\
         --tabmem paper default --out runs/cmp_ctgan_300
 
 ``--tabmem`` takes tabmem variants ``PRESET[:key=value,key=value]`` (``default`` = the class defaults,
@@ -75,7 +79,6 @@ def _worker(spec_path: str) -> None:
         # condition fidelity every k epochs: stands in for the package's tqdm, measures after each k-th epoch
         # (RNG states and BatchNorm buffers restored, so training is unchanged); imports nothing from tabmem
         import ctgan.synthesizers.ctgan as ctgan_module
-
         from ctgan_condition_fidelity import reference_measure
 
         def tracked(iterable, disable=True):

@@ -1,6 +1,13 @@
-"""Evidence for issue 10 (mitigation): every arm x seed is one run directory; finished ones are skipped.
+"""Evidence for the mitigation docs: every arm x seed is one run directory; finished ones are skipped.
 
-Regime (part 1, see ``benchmarks/mitigation_regime.py``): ``--n-train`` rows drawn from the dataset's
+As a study: ``tabmem run studies/mitigation/full.toml`` runs the arms none, random10, dc10, count10,
+tcm30, dcm and smote30 on TabDDPM, TVAE and CTGAN (3 seeds), and ``studies/mitigation/papers.toml``
+the full-Adult arms (none, tcm30, tcmp30, smote30). The study engine cannot express the rest,
+so this script stays for it: the transfer arms ``xfer-<model>-<arm>`` (a ranking from another cell),
+``--reeval`` (more samples of every final model), a holdout from the training split, and the
+``--report`` table docs/mitigation.md cites.
+
+Regime (part 1, see ``studies/mitigation/mitigation_regime.py``): ``--n-train`` rows drawn from the dataset's
 training split (data seed 0) and ``--n-train`` other rows of the same split as the holdout (same
 population, same size); the dataset's test split for MLE. Arms (``--arms``), each trained from
 scratch for the full schedule, each judged by :func:`tabmem.runs.dynamiccut.evaluate_run_dir` on
@@ -20,9 +27,9 @@ scratch for the full schedule, each judged by :func:`tabmem.runs.dynamiccut.eval
 
 Usage (one torch thread; resumable; ``--report`` aggregates what exists)::
 
-    python benchmarks/mitigation_evidence.py --dataset adult --model tabddpm --epochs 1500 --seeds 0 1 2 \
+    python studies/mitigation/mitigation_evidence.py --dataset adult --model tabddpm --epochs 1500 --seeds 0 1 2 \
         --arms none random10 dc10 count10 tcm30 dcm smote30 --out runs/mitigation
-    python benchmarks/mitigation_evidence.py --report --out runs/mitigation > runs/mitigation/report.md
+    python studies/mitigation/mitigation_evidence.py --report --out runs/mitigation > runs/mitigation/report.md
 """
 
 from __future__ import annotations
@@ -44,6 +51,15 @@ AUG_ARMS = {
     "mixup30": ("mixup", {}),
     "ijf30": ("ijf", {}),
 }
+
+
+def default_data_dir() -> str | None:
+    """``$TABMEM_DATA_DIR``, else ``../shared/datasets`` next to the checkout, else None (the dataset cache)."""
+    import os
+    from pathlib import Path
+
+    sibling = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    return os.environ.get("TABMEM_DATA_DIR") or (str(sibling) if sibling.is_dir() else None)
 
 
 def data(dataset: str, n_train: int, data_dir: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, Any]:
@@ -409,7 +425,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--arms", nargs="+", default=["none", "random10", "dc10", "count10", "tcm30", "dcm", "smote30"])
     ap.add_argument("--mle-grid", default="tabsyn")
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--out", default="runs/mitigation")
     ap.add_argument("--report", action="store_true")
     ap.add_argument(

@@ -1,5 +1,8 @@
 """How CTGAN's generated rows follow their conditions, per epoch: tabmem against the reference ``ctgan`` package.
 
+A script, not a study: it compares with the reference ``ctgan`` package, which runs in a virtualenv of
+its own (``--ref-python``) and is never a tabmem dependency; the study engine runs tabmem components only.
+
 The label share of a CTGAN sample is ``sum_j (1/J) sum_k w_jk P_gen(label | column j = k)`` under the
 generation law (column ``j`` uniform, category ``k`` with weight ``w_jk``). This script measures each
 factor on both implementations, on the Adult training split, with conditions recorded row by row:
@@ -21,13 +24,13 @@ The package (BUSL-1.1, never a tabmem dependency) runs in its own environment as
 pandas and torch.
 
     # per-epoch trajectories, 30 epochs, both sides (about 10 minutes per side on a quiet core)
-    python benchmarks/ctgan_condition_fidelity.py --side reference tabmem --epochs 30 --seed 0 \\
+    python studies/ctgan_tvae/ctgan_condition_fidelity.py --side reference tabmem --epochs 30 --seed 0 \\
         --track-every 3 --out runs/fidelity30
     # a saved tabmem model (e.g. a fit of ctgan_tvae_reference.py)
-    python benchmarks/ctgan_condition_fidelity.py --model-file runs/cmp_ctgan_300/ctgan_tabmem_fit_X.pt \\
+    python studies/ctgan_tvae/ctgan_condition_fidelity.py --model-file runs/cmp_ctgan_300/ctgan_tabmem_fit_X.pt \\
         --out runs/fidelity_saved
     # the two normalisers' encodings of the training table (no training, a minute)
-    python benchmarks/ctgan_condition_fidelity.py --encoding --out runs/encoding
+    python studies/ctgan_tvae/ctgan_condition_fidelity.py --encoding --out runs/encoding
 """
 
 from __future__ import annotations
@@ -40,13 +43,22 @@ import sys
 import time
 from pathlib import Path
 
-DEFAULT_REF_PYTHON = os.environ.get("TABMEM_CTGAN_REF_PYTHON", "/work/venvs/ctgan-ref/bin/python")
+DEFAULT_REF_PYTHON = os.environ.get("TABMEM_CTGAN_REF_PYTHON")  # the reference package's interpreter
 TARGET, POSITIVE = "income", ">50K"
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Shared by both sides (numpy/pandas only)
 # ---------------------------------------------------------------------------------------------------------
+def default_data_dir() -> str | None:
+    """``$TABMEM_DATA_DIR``, else ``../shared/datasets`` next to the checkout, else None (the dataset cache)."""
+    import os
+    from pathlib import Path
+
+    sibling = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    return os.environ.get("TABMEM_DATA_DIR") or (str(sibling) if sibling.is_dir() else None)
+
+
 def cell_counts(frame, cond_column, cond_value, ce) -> dict:
     """Per (conditioned column, category): rows, rows honouring the condition, rows with the positive label."""
     import numpy as np
@@ -315,8 +327,14 @@ def reference_parser(doc: str) -> argparse.ArgumentParser:
 def reference_args(ap: argparse.ArgumentParser, worker, out_help: str | None = None) -> argparse.Namespace | None:
     """Add ``--ref-python``, ``--data-dir`` and ``--out``, parse; in a worker process run ``worker(spec)``
     and return None."""
-    ap.add_argument("--ref-python", default=DEFAULT_REF_PYTHON)
-    ap.add_argument("--data-dir", default=os.environ.get("TABMEM_DATA_DIR", "/work/shared/datasets"))
+    ap.add_argument(
+        "--ref-python", default=DEFAULT_REF_PYTHON, help="python of the ctgan venv (default: $TABMEM_CTGAN_REF_PYTHON)"
+    )
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--out", help=out_help)
     args = ap.parse_args()
     if args.worker:
@@ -324,6 +342,8 @@ def reference_args(ap: argparse.ArgumentParser, worker, out_help: str | None = N
         return None
     if not args.out:
         ap.error("--out is required")
+    if not args.ref_python:
+        ap.error("--ref-python (or $TABMEM_CTGAN_REF_PYTHON) is required: the python of the ctgan venv")
     return args
 
 

@@ -1,5 +1,9 @@
-"""Evidence for the generators issue: CTGAN / TVAE trained on Adult on this CPU, memorization rate with the
+"""Evidence for docs/ctgan_tvae.md: CTGAN / TVAE trained on Adult on this CPU, memorization rate with the
 papers' ``fang2024`` distance next to the published figures and the holdout baseline.
+
+A script, not a study: it stops training at a wall-time budget (``--budget-min``) and resumes from a
+checkpoint file, which the study engine's train step does not do; the same models as a study, at a
+fixed epoch count: ``studies/memorization/*.toml``.
 
 For each model: train on the full Adult training table (32,561 rows) with ``--preset`` (default ``paper``,
 the reference code's behaviour; ``none`` = the class defaults, which the figures in docs/ctgan_tvae.md's
@@ -10,8 +14,8 @@ test rows (holdout baseline) with ``ReplicaDetector(distance="fang2024")``.
 
 Usage::
 
-    python benchmarks/ctgan_tvae_evidence.py --model tvae --epochs 300 --budget-min 14 --out /tmp/ev_tvae.json
-    python benchmarks/ctgan_tvae_evidence.py --model ctgan --epochs 300 --budget-min 14 --out /tmp/ev_ctgan.json
+    python studies/ctgan_tvae/ctgan_tvae_evidence.py --model tvae --epochs 300 --budget-min 14 --out runs/ev_tvae.json
+    python studies/ctgan_tvae/ctgan_tvae_evidence.py --model ctgan --epochs 300 --budget-min 14 --out runs/ev_ctgan.json
 """
 
 from __future__ import annotations
@@ -26,6 +30,15 @@ import torch
 PUBLISHED = {"ctgan": 21.68, "tvae": 30.78}  # % at 300 epochs (TabCutMix paper, Table 9; ctgan package)
 
 
+def default_data_dir() -> str | None:
+    """``$TABMEM_DATA_DIR``, else ``../shared/datasets`` next to the checkout, else None (the dataset cache)."""
+    import os
+    from pathlib import Path
+
+    sibling = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    return os.environ.get("TABMEM_DATA_DIR") or (str(sibling) if sibling.is_dir() else None)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=["ctgan", "tvae"], required=True)
@@ -34,7 +47,11 @@ def main() -> None:
     ap.add_argument("--track-every", type=int, default=25)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--preset", default="paper", help="generator preset; 'none' for the class defaults")
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--out", default=None)
     ap.add_argument("--save", default=None, help="save the trained model here")
     ap.add_argument("--checkpoint", default=None, help="checkpoint file (written every epoch)")

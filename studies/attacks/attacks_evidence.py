@@ -1,4 +1,8 @@
-"""Evidence for the attacks issue: every attack on CASP (or ``--dataset``) in scenarios with a known answer.
+"""Evidence for docs/attacks.md: every attack on CASP (or ``--dataset``) in scenarios with a known answer.
+
+A script, not a study: its main scenarios are constructed synthetic tables (a one-digit leak of the
+members, real held-out rows) that no generator produces, and the study engine's synthetic tables
+come from a train/sample step. Generators attacked as a study: ``studies/levatt/*.toml``.
 
 Members = 2,000 CASP training rows, non-members = 2,000 CASP test rows, DOMIAS reference =
 2,000 other training rows (never members, never scored). Synthetic tables:
@@ -12,7 +16,7 @@ Prints a table and writes JSON (``--out``) with AUC, its bootstrap CI, TPR@FPR 0
 interpolation and the tie-aware strict variant) per attack and scenario, and the Spearman
 correlation of per-record scores across attacks.
 
-    python benchmarks/attacks_evidence.py --out /tmp/attacks_evidence.json [--generators tvae,ctgan --epochs 30]
+    python studies/attacks/attacks_evidence.py --out runs/attacks_evidence.json [--generators tvae,ctgan --epochs 30]
 """
 
 from __future__ import annotations
@@ -29,13 +33,26 @@ from tabmem.attacks.runner import run_attacks
 from tabmem.data.datasets import load_dataset
 
 
+def default_data_dir() -> str | None:
+    """``$TABMEM_DATA_DIR``, else ``../shared/datasets`` next to the checkout, else None (the dataset cache)."""
+    import os
+    from pathlib import Path
+
+    sibling = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    return os.environ.get("TABMEM_DATA_DIR") or (str(sibling) if sibling.is_dir() else None)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dataset", default="casp")
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--generators", default="")
     ap.add_argument("--epochs", type=int, default=30)
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--skip-constructed", action="store_true", help="only the generator scenarios")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()

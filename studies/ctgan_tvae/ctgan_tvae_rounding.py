@@ -1,5 +1,8 @@
 """How much of the Adult memorization rate comes from output post-processing (rounding, clipping)?
 
+A script, not a study: it samples a saved model twice from the same latent draws with the output
+post-processing switched off, a generator internal no step exposes.
+
 Loads models saved by ``ctgan_tvae_evidence.py`` (``--checkpoint``/``--save`` files), samples |train| rows
 twice from the same latent draws: as ``sample()`` returns them (integer columns rounded, numericals clipped
 to the training range, as tabmem and SDV do) and raw (no rounding, no clipping, as the ``ctgan`` package's
@@ -7,16 +10,25 @@ defaults return them), and scores both with ``ReplicaDetector("fang2024")``.
 
 Usage::
 
-    python benchmarks/ctgan_tvae_rounding.py /tmp/ev_tvae2.pt /tmp/ev_ctgan3.pt
+    python studies/ctgan_tvae/ctgan_tvae_rounding.py runs/ev_tvae2.pt runs/ev_ctgan3.pt
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 import numpy as np
 import pandas as pd
 import torch
+
+
+def default_data_dir() -> str | None:
+    """``$TABMEM_DATA_DIR``, else ``../shared/datasets`` next to the checkout, else None (the dataset cache)."""
+    import os
+    from pathlib import Path
+
+    sibling = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    return os.environ.get("TABMEM_DATA_DIR") or (str(sibling) if sibling.is_dir() else None)
 
 
 def raw_sample(gen, n: int, seed: int, *, post: bool) -> pd.DataFrame:
@@ -36,14 +48,22 @@ def raw_sample(gen, n: int, seed: int, *, post: bool) -> pd.DataFrame:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("models", nargs="+", help="saved generators (ctgan_tvae_evidence.py --checkpoint/--save)")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
+    args = ap.parse_args()
     torch.set_num_threads(1)
     from tabmem.data.datasets import load_dataset
     from tabmem.generators import load_generator
     from tabmem.memorization.replicas import ReplicaDetector
 
-    ds = load_dataset("adult")
+    ds = load_dataset("adult", data_dir=args.data_dir)
     det = ReplicaDetector("fang2024", n_jobs=1).fit(ds.train, ds.schema)
-    for path in sys.argv[1:]:
+    for path in args.models:
         gen = load_generator(path)
         n = len(ds.train)
         rates = {}

@@ -1,5 +1,8 @@
-"""Evidence (issue 10, part 1): find a CPU-scale regime where a generator memorizes clearly above the
+"""Evidence: find a CPU-scale regime where a generator memorizes clearly above the
 holdout baseline.
+
+A script, not a study: it scores one training run at every ``--eval-every`` epochs (a curve over
+epochs from one model), while a study cell samples and audits the final model only.
 
 Draws ``--n-train`` training rows and ``--n-train`` holdout rows (disjoint, same population: both from
 the dataset's training split, data seed ``--data-seed``), trains ``--model`` for ``--epochs`` epochs on
@@ -10,7 +13,7 @@ CSV line per (epoch, distance): rate, holdout rate, excess and a bootstrap 95% C
 
 Usage::
 
-    python benchmarks/mitigation_regime.py --dataset adult --n-train 1000 --epochs 3000 --eval-every 250 \
+    python studies/mitigation/mitigation_regime.py --dataset adult --n-train 1000 --epochs 3000 --eval-every 250 \
         --seed 0 --out studies_out/regime_adult.csv
 """
 
@@ -23,6 +26,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+
+
+def default_data_dir() -> str | None:
+    """``$TABMEM_DATA_DIR``, else ``../shared/datasets`` next to the checkout, else None (the dataset cache)."""
+    import os
+    from pathlib import Path
+
+    sibling = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    return os.environ.get("TABMEM_DATA_DIR") or (str(sibling) if sibling.is_dir() else None)
 
 
 def bootstrap_excess(syn: np.ndarray, hold: np.ndarray, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
@@ -45,7 +57,11 @@ def main() -> None:
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--distance", nargs="+", default=["fang2024", "gower"])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data-dir", default="/work/shared/datasets")
+    ap.add_argument(
+        "--data-dir",
+        default=default_data_dir(),
+        help="datasets directory (default: $TABMEM_DATA_DIR, else ../shared/datasets)",
+    )
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.set_num_threads(1)
