@@ -80,7 +80,7 @@ def test_names_and_address_are_checked():
     assert POOLS == ("local", "ray")
     with pytest.raises(ParameterError, match="executor"):
         check_pool("dask")
-    with pytest.raises(ParameterError, match="--address applies to --executor ray"):
+    with pytest.raises(ParameterError, match="address applies to executor='ray'"):  # the library names parameters
         run_pool(task, _squares(1), on_done=print, on_failed=print, address="auto")
     run_pool(task, [], on_done=print, on_failed=print, executor="ray")  # nothing to run: Ray is not needed
 
@@ -89,7 +89,7 @@ def test_ray_missing_is_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(TabmemError) as err:
         _run(_squares(2), executor="ray")
-    assert str(err.value) == "--executor ray needs Ray: pip install 'tabmem[ray]'"
+    assert str(err.value) == "executor='ray' needs Ray: pip install 'tabmem[ray]'"
 
 
 @pytest.fixture()

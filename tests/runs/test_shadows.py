@@ -198,6 +198,6 @@ def test_a_failing_shadow_is_one_line_naming_it_and_the_others_are_kept(data, tm
 def test_executor_and_address_are_checked_before_anything_runs(data, tmp_path):
     with pytest.raises(ParameterError, match="executor"):
         _train(data, tmp_path / "e", executor="dask")
-    with pytest.raises(ParameterError, match="--address applies to --executor ray"):
+    with pytest.raises(ParameterError, match="address applies to executor='ray'"):
         _train(data, tmp_path / "e", address="auto")
     assert not (tmp_path / "e").exists()

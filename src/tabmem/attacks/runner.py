@@ -31,7 +31,7 @@ from tabmem.attacks.evaluation import (
 from tabmem.attacks.shadows import ShadowSet
 from tabmem.attacks.summary import AttackMeta, AttackRecord, AttackSummary
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
-from tabmem.errors import TabmemError
+from tabmem.errors import TabmemError, name_setting, suggest
 
 DEFAULT_ATTACKS: tuple[str, ...] = ("levatt", "dcr", "mc", "density", "domias")
 
@@ -169,13 +169,15 @@ def run_attacks(
             kw.setdefault("nan", nan)
         if cls.needs_reference and reference is None:
             if len(attacks) == 1:
-                raise TabmemError(f"{name} needs a reference table of real non-member rows (--reference)")
+                raise TabmemError(
+                    f"{name} needs a reference table of real non-member rows ({name_setting('reference', '--reference')})"
+                )
             skipped[name] = "needs a reference table (--reference)"
             continue
         if cls.needs_shadows and shadows is None:
             if len(attacks) == 1:
                 raise TabmemError(
-                    f"{name} is a shadow-model attack: it needs shadow generators (--population, --model)"
+                    f"{name} is a shadow-model attack: it needs shadow generators ({'--population, --model' if suggest('shadows', '--population') == '--population' else 'shadows'})"
                 )
             skipped[name] = "needs shadow generators (--population and --model)"
             continue

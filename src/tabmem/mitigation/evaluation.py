@@ -6,7 +6,7 @@ A model trained on a pruned (and possibly augmented) table is judged by its outp
   record still leaks that record): ``memorization_rate``, ``mem_auc``;
 * against the **pruned** table (what the model was trained on): ``memorization_rate_vs_pruned``;
 * real rows never trained on (``holdout``) scored the same way give the baseline that fresh real
-  data reaches (the papers' distance flags ~20-30% of unseen rows; brief §2.8):
+  data reaches (the papers' distance flags ~20-30% of unseen rows):
   ``holdout_memorization_rate`` and ``excess_memorization = memorization_rate - holdout rate``,
   with a bootstrap 95% interval (synthetic and holdout flags resampled independently);
 * quality: Shape and Trend against the original table, and MLE (train on synthetic, test on real)

@@ -31,7 +31,7 @@ import pandas as pd
 from tabmem._io import read_json, write_frame, write_json
 from tabmem.data.fingerprint import table_fingerprint
 from tabmem.data.schema import Schema, ValidatedTable, validate
-from tabmem.errors import ParameterError, TabmemError
+from tabmem.errors import ParameterError, TabmemError, name_setting
 from tabmem.generators import load_generator
 from tabmem.mitigation.dynamiccut import DynamicCut, RetrainTable, needs_warmup, retrain_table
 from tabmem.mitigation.evaluation import mitigation_report
@@ -342,10 +342,12 @@ def _baseline_report(
     """The unpruned model of ``path`` (a ``tabmem train`` run directory) judged like the retrained one."""
     model_path = path / "model.pt"
     if not model_path.is_file():
-        raise TabmemError(f"--baseline: {str(path)!r} holds no trained model (model.pt)")
+        raise TabmemError(f"{name_setting('baseline', '--baseline')}: {str(path)!r} holds no trained model (model.pt)")
     import torch
 
     theirs = torch.load(model_path, map_location="cpu", weights_only=True).get("fingerprint")
     if theirs != fingerprint:
-        raise TabmemError(f"--baseline: {str(path)!r} was trained on another training table (fingerprints differ)")
+        raise TabmemError(
+            f"{name_setting('baseline', '--baseline')}: {str(path)!r} was trained on another training table (fingerprints differ)"
+        )
     return evaluate_run_dir(path, original, schema, **kwargs)

@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from tabmem._checks import available_cpus, check_choice
-from tabmem.errors import ParameterError, TabmemError
+from tabmem.errors import ParameterError, TabmemError, name_setting
 
 __all__ = ["POOLS", "check_pool", "run_pool"]
 
 #: the executors of :func:`run_pool`
 POOLS = ("local", "ray")
+_RAY = "executor='ray'"
 _TICK = 1.0
 
 
@@ -44,7 +45,9 @@ def check_pool(executor: str, address: str | None = None) -> None:
     """Refuse an unknown executor, and an ``address`` without ``executor="ray"`` (one line each)."""
     check_choice("executor", executor, POOLS)
     if address is not None and executor != "ray":
-        raise ParameterError("--address applies to --executor ray")
+        raise ParameterError(
+            f"{name_setting('address', '--address')} applies to {name_setting(_RAY, '--executor', 'ray')}"
+        )
 
 
 def run_pool(
@@ -211,7 +214,7 @@ def _init_ray(address: str | None) -> tuple[Any, bool]:
     try:
         import ray
     except ImportError:
-        raise TabmemError("--executor ray needs Ray: pip install 'tabmem[ray]'") from None
+        raise TabmemError(f"{name_setting(_RAY, '--executor', 'ray')} needs Ray: pip install 'tabmem[ray]'") from None
     if ray.is_initialized():
         return ray, False
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
@@ -223,7 +226,9 @@ def _init_ray(address: str | None) -> tuple[Any, bool]:
     try:
         ray.init(**kwargs)
     except ConnectionError as exc:
-        raise TabmemError(f"--address {address}: cannot join the Ray cluster ({exc})") from None
+        raise TabmemError(
+            f"{name_setting('address', '--address')} {address}: cannot join the Ray cluster ({exc})"
+        ) from None
     return ray, not address
 
 

@@ -51,7 +51,7 @@ from tabmem._checks import check_choice, check_positive_int, check_random_state
 from tabmem._io import read_json, write_frame, write_json
 from tabmem.attacks.shadows import ShadowSet, row_keys
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
-from tabmem.errors import ParameterError, TabmemError
+from tabmem.errors import ParameterError, TabmemError, name_setting
 from tabmem.runs.pool import check_pool, run_pool
 from tabmem.runs.protocol import RunDirectory, RunKind
 
@@ -60,6 +60,7 @@ __all__ = ["MIN_SHADOWS", "ShadowPlan", "plan_shadows", "train_shadows", "load_s
 #: LiRA estimates a mean and a variance per target from the shadows: fewer than 4 cannot do both
 MIN_SHADOWS = 4
 PLAN_FORMAT = 1
+_DROP = "overlap='drop'"
 #: the shadow set (``plan.json`` and one sub-directory per shadow) and one shadow, as run types
 SHADOWS_RUN = RunKind("shadows", ("plan.json", "[0-9][0-9][0-9]"), progress="plan.json", config="plan.json")
 SHADOW_RUN = RunKind("shadow", ("checkpoint.pt", "synthetic.parquet", "done.json"), config=None)
@@ -165,7 +166,7 @@ def check_population(
         raise TabmemError(
             f"population: {clash.size} row(s) equal a target row (member or non-member), first population rows "
             f"{clash[:5].tolist()}; a shadow planned without that target would see it. Remove them from the "
-            "population (or pass --population-overlap drop)"
+            f"population (or pass {name_setting(_DROP, '--population-overlap', 'drop')})"
         )
     if not clash.size:
         return population, 0
@@ -394,7 +395,7 @@ def _check_settings(out: Path, settings: dict[str, Any]) -> None:
     if diff:
         raise TabmemError(
             f"{str(out)!r} holds shadows made with other settings ({', '.join(diff)} differ): "
-            "choose another --out or remove that directory"
+            f"choose another {name_setting('out_dir', '--out')} or remove that directory"
         )
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tabmem._registry import Registry
-from tabmem.errors import ParameterError, TabmemError
+from tabmem.errors import ParameterError, TabmemError, name_setting
 from tabmem.runs.pool import run_pool
 from tabmem.studies.cells import run_task
 
@@ -178,7 +178,7 @@ class RayExecutor:
         **_: Any,
     ) -> None:
         if storage not in ("shared", "gather"):
-            raise ParameterError(f"--storage must be shared or gather, got {storage!r}")
+            raise ParameterError(f"{name_setting('storage', '--storage')} must be shared or gather, got {storage!r}")
         self.jobs, self.address, self.storage, self.threads, self.gpus = jobs, address, storage, threads, gpus
 
     def run(self, payloads: Sequence[dict[str, Any]], monitor: Monitor) -> None:

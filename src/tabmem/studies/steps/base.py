@@ -47,7 +47,7 @@ What the runner guarantees and asks
 * **Resume.** A step directory without ``step.json`` is an interrupted attempt: steps with
   ``resumable = True`` get it back with ``ctx.resume = True`` (``train`` continues from its
   checkpoint); for the others the runner empties it first.
-* **Placement.** Mitigation steps (issue 10's ``augment``, ``dynamiccut``) are not listed in
+* **Placement.** Mitigation steps (``augment``, ``dynamiccut``) are not listed in
   ``[study] steps``: an entry of the ``[[mitigations]]`` axis names its step, and the step's
   ``placement`` says where it goes in that cell's pipeline: ``("before", "train")`` (e.g. an
   augmenter that writes ``train_table``) or ``("instead", "train")`` (e.g. DynamicCut, which
