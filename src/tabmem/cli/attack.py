@@ -3,13 +3,16 @@
 No-box attacks (LevAtt, DCR, MC, density, DOMIAS) need only the tables; shadow-model attacks
 (``lira``, ``lira_offline``, ``lira_levatt``, ``lira_domias``, ``groundhog``) also need
 ``--population`` and ``--model``: shadow generators are trained under ``--out/shadows/`` (cached,
-resumable). A thin shell over :func:`tabmem.studies.attack_to_dir`, which writes
+resumable). A thin shell over :func:`tabmem.runs.attack.attack_to_dir`, which writes
 ``summary.json``, ``scores.csv``, ``risk.csv`` (per-record evidence, strongest first) and
 ``roc.csv`` (every attack's ROC corners) to
 ``--out``; the terminal shows aggregate metrics only, never a record's values.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -40,6 +43,11 @@ from tabmem.cli._options import (
     threads_option,
 )
 from tabmem.errors import TabmemError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from tabmem.runs.attack import ShadowConfig
 
 
 @click.command("attack")
@@ -118,23 +126,110 @@ from tabmem.errors import TabmemError
 )
 @out_dir_option(path_type=None)
 def attack(
-    members_path: str,
-    non_members_path: str,
-    synthetic_path: str,
-    reference_path: str | None,
     attacks: str,
     serializer: str,
     distance: str,
-    categorical: tuple[str, ...],
-    numerical: tuple[str, ...],
-    target: str | None,
-    encoding: str,
     nan: str,
     ignore_extra: bool,
     n_bootstrap: int,
     seed: int,
     n_jobs: int | None,
+    threads: int | None,
+    run_dir: str | None,
+    delta: float | None,
+    claimed_epsilon: float | None,
+    claimed_delta: float | None,
+    confidence: float,
+    out_dir: str,
+    **options: Any,
+) -> None:
+    """Membership inference: can the synthetic table (and shadow generators) tell who was in the training data?"""
+    from rich.console import Console
+
+    from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
+    from tabmem.runs.attack import attack_to_dir
+    from tabmem.runs.pool import check_pool
+
+    check_pool(options["executor"], options["address"])
+    names = _attack_names(attacks, serializer)
+    out = prepare_out_dir(out_dir)
+    members, non_members, synthetic, reference, population = _read_tables(**options)
+    shadows = _shadow_config(threads=threads, **options)
+    schema = infer_schema(members, options["categorical"], options["numerical"], options["target"])
+    echo_schema(schema, options["members_path"])
+    workers = resolve_n_jobs(n_jobs, "--n-jobs")
+    density_threads = threads or threads_per_worker(1)
+    echo_threads(
+        workers,
+        1,
+        f"each in neighbour searches, {density_threads} thread{'s' if density_threads != 1 else ''} for densities",
+    )
+    console = Console()
+    with limit_threads(density_threads):
+        summary = attack_to_dir(
+            members,
+            non_members,
+            synthetic,
+            schema,
+            out,
+            attacks=names,
+            attack_params=_attack_params(distance, serializer, workers),
+            reference=reference,
+            population=population,
+            shadows=shadows,
+            run_dir=run_dir,
+            nan=nan,
+            extra="ignore" if ignore_extra else "error",
+            n_bootstrap=n_bootstrap,
+            delta=delta,
+            confidence=confidence,
+            claimed_epsilon=claimed_epsilon,
+            claimed_delta=claimed_delta,
+            seed=seed,
+            progress=lambda line: console.print(f"[dim]{line}[/dim]"),
+        )
+    _print_summary(console, summary, out)
+
+
+def _attack_names(attacks: str, serializer: str) -> list[str]:
+    """The --attacks list, checked (and --serializer when LevAtt runs)."""
+    from tabmem.attacks import check_attack_names
+    from tabmem.data.serialization import SERIALIZERS
+
+    names = check_attack_names(column_names(attacks), "--attacks")
+    if "levatt" in names and serializer not in SERIALIZERS.names():
+        raise TabmemError(
+            f"--serializer: unknown serializer {serializer!r}; available: {', '.join(SERIALIZERS.names())}"
+        )
+    return names
+
+
+def _read_tables(
+    *,
+    members_path: str,
+    non_members_path: str,
+    synthetic_path: str,
+    reference_path: str | None,
     population_path: str | None,
+    encoding: str,
+    **_: Any,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]:
+    """Members, non-members, synthetic, reference and population tables (the last two when given)."""
+
+    def read(path: str | None, option: str) -> pd.DataFrame | None:
+        return read_user_table(path, encoding=encoding, option=option) if path else None
+
+    return (
+        read(members_path, "--members"),
+        read(non_members_path, "--non-members"),
+        read(synthetic_path, "--synthetic"),
+        read(reference_path, "--reference"),
+        read(population_path, "--population"),
+    )  # type: ignore[return-value]
+
+
+def _shadow_config(
+    *,
     model: str | None,
     preset: str,
     epochs: int | None,
@@ -147,47 +242,31 @@ def attack(
     address: str | None,
     threads: int | None,
     population_overlap: str,
-    run_dir: str | None,
-    delta: float | None,
-    claimed_epsilon: float | None,
-    claimed_delta: float | None,
-    confidence: float,
-    out_dir: str,
-) -> None:
-    """Membership inference: can the synthetic table (and shadow generators) tell who was in the training data?"""
-    from rich.console import Console
-    from rich.table import Table
+    **_: Any,
+) -> ShadowConfig:
+    """The shadow generators' settings: --model, --preset, --epochs and --param as the released generator."""
+    from tabmem._checks import threads_per_worker
+    from tabmem.runs.attack import ShadowConfig
 
-    from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
-    from tabmem.attacks import check_attack_names
-    from tabmem.data.serialization import SERIALIZERS
-    from tabmem.runs.attack import attack_to_dir
-    from tabmem.runs.pool import check_pool
-
-    check_pool(executor, address)
-    names = check_attack_names(column_names(attacks), "--attacks")
-    if "levatt" in names and serializer not in SERIALIZERS.names():
-        raise TabmemError(
-            f"--serializer: unknown serializer {serializer!r}; available: {', '.join(SERIALIZERS.names())}"
-        )
-    out = prepare_out_dir(out_dir)
-    members = read_user_table(members_path, encoding=encoding, option="--members")
-    non_members = read_user_table(non_members_path, encoding=encoding, option="--non-members")
-    synthetic = read_user_table(synthetic_path, encoding=encoding, option="--synthetic")
-    reference = read_user_table(reference_path, encoding=encoding, option="--reference") if reference_path else None
-    population = read_user_table(population_path, encoding=encoding, option="--population") if population_path else None
-    gen_params = generator_params(params, epochs=epochs)
-    schema = infer_schema(members, categorical, numerical, target)
-    echo_schema(schema, members_path)
-    workers = resolve_n_jobs(n_jobs, "--n-jobs")
-    density_threads = threads or threads_per_worker(1)
-    echo_threads(
-        workers,
-        1,
-        f"each in neighbour searches, {density_threads} thread{'s' if density_threads != 1 else ''} for densities",
+    return ShadowConfig(
+        model=model,
+        preset=preset,
+        params=generator_params(params, epochs=epochs),
+        n_shadows=n_shadows,
+        design=shadow_design,
+        train_size=shadow_train_size,
+        executor=executor,
+        jobs=jobs,
+        threads=threads or threads_per_worker(jobs),
+        address=address,
+        overlap=population_overlap,
     )
+
+
+def _attack_params(distance: str, serializer: str, workers: int) -> dict[str, dict[str, Any]]:
+    """Per-attack parameters: --distance for DCR, MC and LiRA's statistic, --serializer for LevAtt, the workers."""
     dcr_like = {"distance": distance, "n_jobs": workers}
-    attack_params = {
+    return {
         "levatt": {"serializer": serializer, "n_jobs": workers},
         "dcr": dcr_like,
         "mc": dcr_like,
@@ -195,40 +274,37 @@ def attack(
         "lira_offline": {"statistic_params": {"distance": distance}, "n_jobs": workers},
         "lira_levatt": {"statistic_params": {"serializer": serializer}, "n_jobs": workers},
     }
-    console = Console()
-    with limit_threads(density_threads):
-        summary = attack_to_dir(
-            members,
-            non_members,
-            synthetic,
-            schema,
-            out,
-            attacks=names,
-            attack_params=attack_params,
-            reference=reference,
-            population=population,
-            model=model,
-            preset=preset,
-            params=gen_params,
-            n_shadows=n_shadows,
-            shadow_design=shadow_design,
-            shadow_train_size=shadow_train_size,
-            executor=executor,
-            jobs=jobs,
-            address=address,
-            threads=threads or threads_per_worker(jobs),
-            population_overlap=population_overlap,
-            run_dir=run_dir,
-            nan=nan,
-            extra="ignore" if ignore_extra else "error",
-            n_bootstrap=n_bootstrap,
-            delta=delta,
-            confidence=confidence,
-            claimed_epsilon=claimed_epsilon,
-            claimed_delta=claimed_delta,
-            seed=seed,
-            progress=lambda line: console.print(f"[dim]{line}[/dim]"),
+
+
+def _print_summary(console: Any, summary: dict[str, Any], out: Path) -> None:
+    """The per-attack table, the privacy line, the resolution note, skipped attacks, warnings, the outputs."""
+    console.print(_results_table(summary))
+    priv = _privacy_line(summary["_privacy"])
+    if priv:
+        console.print(priv)
+    meta = summary["_meta"]
+    resolved = meta["min_resolved_fpr"] or 0.0
+    if resolved:
+        console.print(
+            f"smallest FPR that {meta['n_non_members']} non-member(s) resolve: {resolved:.4g}"
+            + (" (* = below it: interpolated towards TPR@FPR=0, not measured)" if resolved > 0.01 else "")
         )
+    for name, why in meta["skipped"].items():
+        console.print(f"skipped {name}: {why}")
+    for message in meta.get("warnings", []):
+        echo_warning(message)
+    if meta["n_member_rows_also_in_non_members"]:
+        echo_warning(f"{meta['n_member_rows_also_in_non_members']} member row(s) also appear among the non-members")
+    console.print(
+        f"wrote {out / 'summary.json'}, {out / 'scores.csv'}, {out / 'risk.csv'} (records by strongest evidence) "
+        f"and {out / 'roc.csv'}"
+    )
+
+
+def _results_table(summary: dict[str, Any]) -> Any:
+    """One row per attack: AUC with its interval, TPR at FPR 0.01 and 0.1, MIDST's TPR, the ε lower bound."""
+    from rich.table import Table
+
     table = Table(title="Membership inference (higher AUC = more leakage; 0.5 = chance)")
     for col in ("attack", "AUC", "95% CI", "TPR@0.01", "TPR@0.1", "MIDST TPR@0.1 [exact CI]", "ε lower bound"):
         table.add_column(col)
@@ -246,26 +322,7 @@ def attack(
             f"{midst['tpr']:.3f} [{midst['tpr_ci'][0]:.3f}, {midst['tpr_ci'][1]:.3f}]",
             f"{r['epsilon_lower_bound']['epsilon']:.2f}",
         )
-    console.print(table)
-    priv = _privacy_line(summary["_privacy"])
-    if priv:
-        console.print(priv)
-    meta = summary["_meta"]
-    if resolved:
-        console.print(
-            f"smallest FPR that {meta['n_non_members']} non-member(s) resolve: {resolved:.4g}"
-            + (" (* = below it: interpolated towards TPR@FPR=0, not measured)" if resolved > 0.01 else "")
-        )
-    for name, why in meta["skipped"].items():
-        console.print(f"skipped {name}: {why}")
-    for message in meta.get("warnings", []):
-        echo_warning(message)
-    if meta["n_member_rows_also_in_non_members"]:
-        echo_warning(f"{meta['n_member_rows_also_in_non_members']} member row(s) also appear among the non-members")
-    console.print(
-        f"wrote {out / 'summary.json'}, {out / 'scores.csv'}, {out / 'risk.csv'} (records by strongest evidence) "
-        f"and {out / 'roc.csv'}"
-    )
+    return table
 
 
 def _privacy_line(p: dict) -> str:
