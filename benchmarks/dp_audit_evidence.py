@@ -5,7 +5,7 @@ and 221 non-members; a balanced split gives the audit the most power. The LLM ge
 ``small``: 3-layer from-scratch GPT-2, digit format) is trained for ``--epochs`` epochs without DP
 (ε = ∞) and with DP-SGD at ``--dp-epsilon`` (opacus, δ = 1/(10 n)), each into a resumable run
 directory (:func:`tabmem.studies.train_to_dir`), then attacked with the no-box attacks
-(:func:`tabmem.studies.attack_to_dir`): per attack AUC, TPR at FPR 0.1 and the empirical ε
+(:func:`tabmem.runs.attack.attack_to_dir`): per attack AUC, TPR at FPR 0.1 and the empirical ε
 lower bound at the generator's δ, next to the claim.
 
 Usage (niced, one torch thread; about 11 s per epoch per model on this shared CPU)::

@@ -8,7 +8,7 @@ the same split as non-members and 2,000 further rows as the population (DOMIAS r
 
 ``train`` trains the released generator (``tabmem.studies.train_to_dir``, with the replica audit
 next to the holdout baseline) and ``--n-shadows`` shadows (``tabmem.runs.shadows``), all cached
-and resumable under ``--out/<regime>/``. ``attack`` runs ``tabmem.studies.attack_to_dir`` (LiRA
+and resumable under ``--out/<regime>/``. ``attack`` runs ``tabmem.runs.attack.attack_to_dir`` (LiRA
 online/offline with DCR, DOMIAS and LevAtt statistics, Groundhog, and the no-box attacks) and the audit
 additions on each regime, and prints the tables of ``docs/attacks.md``.
 
