@@ -153,7 +153,7 @@ def test_risk_ledger_with_a_tracked_run(files, tmp_path):
     np.testing.assert_allclose(m.intensity.to_numpy(), want)
     from tabmem.errors import TabmemError
 
-    with pytest.raises(TabmemError, match="another table than --members"):
+    with pytest.raises(TabmemError, match="another table than members"):  # the library names the parameter
         attack_to_dir(
             non_members, members, synthetic, schema, tmp_path / "b", attacks=["dcr"], run_dir=run_dir, n_bootstrap=0
         )
@@ -217,3 +217,38 @@ def test_cli_claimed_epsilon_of_an_external_generator(files, tmp_path, capsys):
     assert p["claimed_epsilon"] == 0.5 and p["delta"] == pytest.approx(1 / 300)
     assert p["exceeds_claim"] == (p["epsilon_lower_bound"] > 0.5)
     assert "claimed ε = 0.5" in text
+
+
+def test_shadow_config_or_its_former_keywords(files, tmp_path, monkeypatch):
+    """``shadows=ShadowConfig(...)`` and the former keywords (``model=``, ``shadow_design=``...) train the same
+    shadows; mixing both, or a misspelt keyword, is a TypeError before any work."""
+    import tabmem.runs.shadows as shadows_module
+    from tabmem.runs.attack import ShadowConfig
+
+    members, non_members = pd.read_csv(files / "m.csv"), pd.read_csv(files / "n.csv")
+    synthetic, population = pd.read_csv(files / "s.csv"), pd.read_csv(files / "p.csv")
+    schema = Schema.infer(members)
+    calls: list[dict] = []
+
+    def fake_train_shadows(*args, **kw):
+        calls.append(kw)
+        raise RuntimeError("stop after the call")
+
+    monkeypatch.setattr(shadows_module, "train_shadows", fake_train_shadows)
+    tables = (members, non_members, synthetic, schema)
+    config = ShadowConfig(model="tabddpm", params={"epochs": 2}, n_shadows=4, design="offline", overlap="drop")
+    for kw in (
+        {"shadows": config},
+        {"model": "tabddpm", "params": {"epochs": 2}, "n_shadows": 4, "shadow_design": "offline"}
+        | {"population_overlap": "drop"},
+    ):
+        with pytest.raises(RuntimeError, match="stop after the call"):
+            attack_to_dir(*tables, tmp_path / "a", attacks=["lira_offline"], population=population, **kw)
+    assert calls[0] == calls[1]
+    assert calls[0]["design"] == "offline" and calls[0]["overlap"] == "drop" and calls[0]["n_shadows"] == 4
+    assert calls[0]["params"] == {"epochs": 2} and calls[0]["n_train"] == len(members)
+    with pytest.raises(TypeError, match="not next to it"):
+        attack_to_dir(*tables, tmp_path / "b", shadows=config, n_shadows=8)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_shadow'"):
+        attack_to_dir(*tables, tmp_path / "b", n_shadow=8)
+    assert not (tmp_path / "b").exists()

@@ -11,7 +11,8 @@ resumable). A thin shell over :func:`tabmem.runs.attack.attack_to_dir`, which wr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -44,7 +45,10 @@ from tabmem.cli._options import (
 from tabmem.errors import TabmemError
 
 if TYPE_CHECKING:
-    from tabmem.attacks.summary import PrivacyHeadline
+    import pandas as pd
+
+    from tabmem.attacks.summary import AttackSummary, PrivacyHeadline
+    from tabmem.runs.attack import ShadowConfig
 
 
 @click.command("attack")
@@ -123,79 +127,45 @@ if TYPE_CHECKING:
 )
 @out_dir_option(path_type=None)
 def attack(
-    members_path: str,
-    non_members_path: str,
-    synthetic_path: str,
-    reference_path: str | None,
     attacks: str,
     serializer: str,
     distance: str,
-    categorical: tuple[str, ...],
-    numerical: tuple[str, ...],
-    target: str | None,
-    encoding: str,
     nan: str,
     ignore_extra: bool,
     n_bootstrap: int,
     seed: int,
     n_jobs: int | None,
-    population_path: str | None,
-    model: str | None,
-    preset: str,
-    epochs: int | None,
-    params: tuple[str, ...],
-    n_shadows: int,
-    shadow_design: str | None,
-    shadow_train_size: int | None,
-    executor: str,
-    jobs: int | None,
-    address: str | None,
     threads: int | None,
-    population_overlap: str,
     run_dir: str | None,
     delta: float | None,
     claimed_epsilon: float | None,
     claimed_delta: float | None,
     confidence: float,
     out_dir: str,
+    **options: Any,
 ) -> None:
     """Membership inference: can the synthetic table (and shadow generators) tell who was in the training data?"""
     from rich.console import Console
-    from rich.table import Table
 
     from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
-    from tabmem.attacks import ATTACKS, check_attack_names
-    from tabmem.data.serialization import SERIALIZERS
     from tabmem.runs.attack import attack_to_dir
     from tabmem.runs.pool import check_pool
 
-    check_pool(executor, address)
-    names = check_attack_names(column_names(attacks), "--attacks")
-    takes_serializer = any("serializer" in ATTACKS[a].run_options + ATTACKS[a].statistic_options for a in names)
-    if takes_serializer and serializer not in SERIALIZERS.names():
-        raise TabmemError(
-            f"--serializer: unknown serializer {serializer!r}; available: {', '.join(SERIALIZERS.names())}"
-        )
+    check_pool(options["executor"], options["address"])
+    names = _attack_names(attacks, serializer)
     out = prepare_out_dir(out_dir)
-    members = read_user_table(members_path, encoding=encoding, option="--members")
-    non_members = read_user_table(non_members_path, encoding=encoding, option="--non-members")
-    synthetic = read_user_table(synthetic_path, encoding=encoding, option="--synthetic")
-    reference = read_user_table(reference_path, encoding=encoding, option="--reference") if reference_path else None
-    population = read_user_table(population_path, encoding=encoding, option="--population") if population_path else None
-    gen_params = generator_params(params, epochs=epochs)
-    schema = infer_schema(members, categorical, numerical, target)
-    echo_schema(schema, members_path)
+    members, non_members, synthetic, reference, population = _read_tables(**options)
+    options["jobs"] = resolve_n_jobs(options["jobs"], "--jobs")
+    shadows = _shadow_config(threads=threads, **options)
+    schema = infer_schema(members, options["categorical"], options["numerical"], options["target"])
+    echo_schema(schema, options["members_path"])
     workers = resolve_n_jobs(n_jobs, "--n-jobs")
-    jobs = resolve_n_jobs(jobs, "--jobs")
     density_threads = threads or threads_per_worker(1)
     echo_threads(
         workers,
         1,
         f"each in neighbour searches, {density_threads} thread{'s' if density_threads != 1 else ''} for densities",
     )
-    # each attack takes the run-wide options its class lists (run_options, statistic_options)
-    options = {"serializer": serializer, "distance": distance, "n_jobs": workers}
-    attack_params = {a.name: p for a in ATTACKS.in_order() if (p := a.run_params(options))}
     console = Console()
     with limit_threads(density_threads):
         summary = attack_to_dir(
@@ -205,20 +175,10 @@ def attack(
             schema,
             out,
             attacks=names,
-            attack_params=attack_params,
+            attack_params=_attack_params(distance, serializer, workers),
             reference=reference,
             population=population,
-            model=model,
-            preset=preset,
-            params=gen_params,
-            n_shadows=n_shadows,
-            shadow_design=shadow_design,
-            shadow_train_size=shadow_train_size,
-            executor=executor,
-            jobs=jobs,
-            address=address,
-            threads=threads or threads_per_worker(jobs),
-            population_overlap=population_overlap,
+            shadows=shadows,
             run_dir=run_dir,
             nan=nan,
             extra="ignore" if ignore_extra else "error",
@@ -230,26 +190,98 @@ def attack(
             seed=seed,
             progress=lambda line: console.print(f"[dim]{line}[/dim]"),
         )
-    table = Table(title="Membership inference (higher AUC = more leakage; 0.5 = chance)")
-    for col in ("attack", "AUC", "95% CI", "TPR@0.01", "TPR@0.1", "MIDST TPR@0.1 [exact CI]", "ε lower bound"):
-        table.add_column(col)
-    meta = summary.meta
-    resolved = meta.min_resolved_fpr or 0.0
-    for name, r in summary.attacks.items():
-        t, ci = r.tpr_at_fpr, r.auc_ci
-        midst = (r.midst_tpr_at_fpr or {})["0.1"]
-        table.add_row(
-            name,
-            f"{r.auc:.3f}",
-            "n/a" if ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
-            *(f"{t[f]:.3f}" + ("*" if 0 < float(f) < resolved else "") for f in ("0.01", "0.1")),
-            f"{midst['tpr']:.3f} [{midst['tpr_ci'][0]:.3f}, {midst['tpr_ci'][1]:.3f}]",
-            f"{(r.epsilon_lower_bound or {})['epsilon']:.2f}",
+    _print_summary(console, summary, out)
+
+
+def _attack_names(attacks: str, serializer: str) -> list[str]:
+    """The --attacks list, checked (and --serializer when an attack takes it)."""
+    from tabmem.attacks import ATTACKS, check_attack_names
+    from tabmem.data.serialization import SERIALIZERS
+
+    names = check_attack_names(column_names(attacks), "--attacks")
+    takes_serializer = any("serializer" in ATTACKS[a].run_options + ATTACKS[a].statistic_options for a in names)
+    if takes_serializer and serializer not in SERIALIZERS.names():
+        raise TabmemError(
+            f"--serializer: unknown serializer {serializer!r}; available: {', '.join(SERIALIZERS.names())}"
         )
-    console.print(table)
+    return names
+
+
+def _read_tables(
+    *,
+    members_path: str,
+    non_members_path: str,
+    synthetic_path: str,
+    reference_path: str | None,
+    population_path: str | None,
+    encoding: str,
+    **_: Any,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]:
+    """Members, non-members, synthetic, reference and population tables (the last two when given)."""
+
+    def read(path: str | None, option: str) -> pd.DataFrame | None:
+        return read_user_table(path, encoding=encoding, option=option) if path else None
+
+    return (
+        read(members_path, "--members"),
+        read(non_members_path, "--non-members"),
+        read(synthetic_path, "--synthetic"),
+        read(reference_path, "--reference"),
+        read(population_path, "--population"),
+    )  # type: ignore[return-value]
+
+
+def _shadow_config(
+    *,
+    model: str | None,
+    preset: str,
+    epochs: int | None,
+    params: tuple[str, ...],
+    n_shadows: int,
+    shadow_design: str | None,
+    shadow_train_size: int | None,
+    executor: str,
+    jobs: int,
+    address: str | None,
+    threads: int | None,
+    population_overlap: str,
+    **_: Any,
+) -> ShadowConfig:
+    """The shadow generators' settings: --model, --preset, --epochs and --param as the released generator."""
+    from tabmem._checks import threads_per_worker
+    from tabmem.runs.attack import ShadowConfig
+
+    return ShadowConfig(
+        model=model,
+        preset=preset,
+        params=generator_params(params, epochs=epochs),
+        n_shadows=n_shadows,
+        design=shadow_design,
+        train_size=shadow_train_size,
+        executor=executor,
+        jobs=jobs,
+        threads=threads or threads_per_worker(jobs),
+        address=address,
+        overlap=population_overlap,
+    )
+
+
+def _attack_params(distance: str, serializer: str, workers: int) -> dict[str, dict[str, Any]]:
+    """Per-attack parameters: each attack takes the run-wide options its class lists (run_options, statistic_options)."""
+    from tabmem.attacks import ATTACKS
+
+    options = {"serializer": serializer, "distance": distance, "n_jobs": workers}
+    return {a.name: p for a in ATTACKS.in_order() if (p := a.run_params(options))}
+
+
+def _print_summary(console: Any, summary: AttackSummary, out: Path) -> None:
+    """The per-attack table, the privacy line, the resolution note, skipped attacks, warnings, the outputs."""
+    console.print(_results_table(summary))
     priv = _privacy_line(summary.privacy) if summary.privacy is not None else ""
     if priv:
         console.print(priv)
+    meta = summary.meta
+    resolved = meta.min_resolved_fpr or 0.0
     if resolved:
         console.print(
             f"smallest FPR that {meta.n_non_members} non-member(s) resolve: {resolved:.4g}"
@@ -265,6 +297,28 @@ def attack(
         f"wrote {out / 'summary.json'}, {out / 'scores.csv'}, {out / 'risk.csv'} (records by strongest evidence) "
         f"and {out / 'roc.csv'}"
     )
+
+
+def _results_table(summary: AttackSummary) -> Any:
+    """One row per attack: AUC with its interval, TPR at FPR 0.01 and 0.1, MIDST's TPR, the ε lower bound."""
+    from rich.table import Table
+
+    table = Table(title="Membership inference (higher AUC = more leakage; 0.5 = chance)")
+    for col in ("attack", "AUC", "95% CI", "TPR@0.01", "TPR@0.1", "MIDST TPR@0.1 [exact CI]", "ε lower bound"):
+        table.add_column(col)
+    resolved = summary.meta.min_resolved_fpr or 0.0
+    for name, r in summary.attacks.items():
+        t, ci = r.tpr_at_fpr, r.auc_ci
+        midst = (r.midst_tpr_at_fpr or {})["0.1"]
+        table.add_row(
+            name,
+            f"{r.auc:.3f}",
+            "n/a" if ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
+            *(f"{t[f]:.3f}" + ("*" if 0 < float(f) < resolved else "") for f in ("0.01", "0.1")),
+            f"{midst['tpr']:.3f} [{midst['tpr_ci'][0]:.3f}, {midst['tpr_ci'][1]:.3f}]",
+            f"{(r.epsilon_lower_bound or {})['epsilon']:.2f}",
+        )
+    return table
 
 
 def _privacy_line(p: PrivacyHeadline) -> str:

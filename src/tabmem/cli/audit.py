@@ -7,7 +7,8 @@ authenticity, identical matches and NNDR, each next to the holdout's figure.
 
 from __future__ import annotations
 
-import time
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +36,19 @@ from tabmem.cli._options import (
     training_table_options,
 )
 from tabmem.errors import TabmemError
-from tabmem.memorization.evidence import distance_evidence
-from tabmem.memorization.replicas import DUPLICATES, ReplicaDetector, ReplicaResult
-from tabmem.memorization.summary import AuditSummary, DistanceEvidence
+from tabmem.memorization.replicas import DUPLICATES, ReplicaDetector
+from tabmem.memorization.summary import AuditSummary
+from tabmem.runs.audit import audit_to_dir
 
 PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
 
 
-def run_with_progress(console: Console, total_rows: int, cells: float, fn):
-    """Call ``fn(progress_callback)`` with a progress bar when the job is large."""
-    if cells < PROGRESS_MIN_CELLS or not console.is_terminal:
-        return fn(None)
+@contextlib.contextmanager
+def progress_bar(console: Console, total_rows: int, n_train: int) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar of the neighbour search (its per-rows callback) when the job is large, else ``None``."""
+    if float(total_rows) * n_train < PROGRESS_MIN_CELLS or not console.is_terminal:
+        yield None
+        return
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -56,7 +59,7 @@ def run_with_progress(console: Console, total_rows: int, cells: float, fn):
         transient=True,
     ) as progress:
         task = progress.add_task("nearest neighbours", total=total_rows)
-        return fn(lambda n: progress.advance(task, n))
+        yield lambda n: progress.advance(task, n)
 
 
 def summary_table(summary: AuditSummary, title: str = "Replica audit") -> Table:
@@ -120,18 +123,6 @@ def _with_holdout(value: float | None, hold: float | None) -> str:
     if hold is not None and hold == hold:
         text += f" (holdout {100 * hold:.2f}%)"
     return text
-
-
-def write_outputs(
-    result: ReplicaResult,
-    out: Path,
-    *,
-    seconds: float | None = None,
-    schema: dict[str, Any] | None = None,
-    evidence: DistanceEvidence | None = None,
-) -> AuditSummary:
-    """Write summary.json, replicas.csv, records.csv and rare_values.csv; return the summary (:meth:`ReplicaResult.save`)."""
-    return result.save(out, seconds=seconds, schema=schema, evidence=evidence)
 
 
 @click.command()
@@ -225,35 +216,37 @@ def audit(
         rare_k=rare_k,
     )
     echo_threads(resolve_n_jobs(n_jobs, "--n-jobs"), 1, "each in the neighbour search")
-    t0 = time.perf_counter()
-    detector.fit(train_df, schema)
-    extra = "ignore" if ignore_extra else "error"
-    # each table validated once, then shared by the replica search and the distance evidence
-    syn = detector.validate(syn, name="synthetic", unseen=unseen, extra=extra)
-    if hold is not None:
-        hold = detector.validate(hold, name="holdout", unseen=unseen, extra=extra)
-    n_rows = len(syn) + (len(hold) if hold is not None else 0)
-    result = run_with_progress(
-        console,
-        n_rows,
-        float(n_rows) * len(train_df),
-        lambda cb: detector.score(syn, holdout=hold, unseen=unseen, extra=extra, progress=cb),
+    summary = audit_to_dir(
+        detector,
+        train_df,
+        syn,
+        schema,
+        out_dir,
+        holdout=hold,
+        unseen=unseen,
+        extra="ignore" if ignore_extra else "error",
+        copying_cells=min(copying_cells, len(train_df)),
+        seed=seed,
+        timed=True,
+        progress=lambda rows, n_train: progress_bar(console, rows, n_train),
     )
-    evidence = distance_evidence(
-        detector, result, syn, hold, n_cells=min(copying_cells, len(train_df)), random_state=seed
-    )
-    elapsed = time.perf_counter() - t0
-    summary = write_outputs(result, out_dir, seconds=elapsed, schema=schema.to_dict(), evidence=evidence)
     console.print(summary_table(summary))
     for message in summary.warnings:
         echo_warning(message)
     console.print(
-        f"[dim]{elapsed:.1f} s. Outputs: {out_dir}/summary.json, replicas.csv (one row per synthetic row), "
+        f"[dim]{summary.seconds:.1f} s. Outputs: {out_dir}/summary.json, replicas.csv (one row per synthetic row), "
         f"records.csv (one row per training record), rare_values.csv (counts per column).[/dim]"
     )
     if show_records:
-        records = result.records().sort_values("replica_count", ascending=False).head(10)
-        records = records[records.replica_count > 0]
-        shown = train_df.iloc[records.train_row.to_numpy()].assign(replica_count=records.replica_count.to_numpy())
-        console.print("[bold]Most-replicated training records (raw values, shown because --show-records):[/bold]")
-        console.print(shown.to_string())
+        _show_records(console, train_df, out_dir)
+
+
+def _show_records(console: Console, train_df: Any, out_dir: Path) -> None:
+    """The ten most-replicated training records (records.csv), with their raw values (--show-records)."""
+    import pandas as pd
+
+    records = pd.read_csv(out_dir / "records.csv").sort_values("replica_count", ascending=False).head(10)
+    records = records[records.replica_count > 0]
+    shown = train_df.iloc[records.train_row.to_numpy()].assign(replica_count=records.replica_count.to_numpy())
+    console.print("[bold]Most-replicated training records (raw values, shown because --show-records):[/bold]")
+    console.print(shown.to_string())

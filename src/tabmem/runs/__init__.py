@@ -2,6 +2,8 @@
 
 * :mod:`~tabmem.runs.train`: a generator trained with tracking, checkpoints and the final audit
   (``tabmem train``);
+* :mod:`~tabmem.runs.audit`: replica detection and distance evidence, one distance at a time
+  (``tabmem audit``, the study's ``audit`` step);
 * :mod:`~tabmem.runs.attack` and :mod:`~tabmem.runs.shadows`: membership inference, with shadow
   generators trained in parallel and cached (``tabmem attack``);
 * :mod:`~tabmem.runs.dynamiccut`: DynamicCut's warm-up, ranking, pruning and retraining

@@ -21,9 +21,10 @@ generator did not see).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -34,10 +35,68 @@ from tabmem.attacks.auditing import epsilon_lower_bound
 from tabmem.attacks.base import ATTACKS, check_attack_names
 from tabmem.attacks.runner import DEFAULT_ATTACKS, AttackReport, run_attacks
 from tabmem.attacks.summary import AttackSummary, PrivacyHeadline
-from tabmem.data.schema import Schema, concat_validated, validate
-from tabmem.errors import ParameterError, TabmemError
+from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
+from tabmem.errors import ParameterError, TabmemError, name_setting
+from tabmem.runs.protocol import RunDirectory, RunKind
 
-__all__ = ["attack_to_dir", "risk_ledger"]
+__all__ = ["ATTACK_RUN", "ShadowConfig", "attack_to_dir", "risk_ledger"]
+
+
+ATTACK_RUN = RunKind(
+    "attack", files=("summary.json", "scores.csv", "roc.csv", "risk.csv", "shadows"), progress="shadows"
+)
+
+# the ShadowConfig fields under the names attack_to_dir's keyword arguments have always had
+_SHADOW_KEYWORDS = {
+    "model": "model",
+    "preset": "preset",
+    "params": "params",
+    "dataset": "dataset",
+    "n_shadows": "n_shadows",
+    "shadow_design": "design",
+    "shadow_train_size": "train_size",
+    "executor": "executor",
+    "jobs": "jobs",
+    "threads": "threads",
+    "address": "address",
+    "population_overlap": "overlap",
+}
+
+
+@dataclass(frozen=True)
+class ShadowConfig:
+    """How the shadow generators train (:func:`tabmem.runs.shadows.train_shadows`): as the released one was.
+
+    ``model`` is a registered generator, with ``preset``/``params``/``dataset`` as the released
+    generator was trained (``params``' ``dp_epsilon``/``dp_delta`` are also its DP claim);
+    ``n_shadows`` shadows train on ``train_size`` rows each (default: as many as the members)
+    through ``executor`` (``"local"`` or ``"ray"``, :func:`~tabmem.runs.pool.run_pool`; ``address``:
+    a Ray cluster to join) with ``jobs`` workers of ``threads`` torch threads. ``design`` defaults to ``"online"`` unless every requested shadow attack works
+    offline; ``overlap`` says what to do with population rows equal to a target (``"error"``,
+    ``"drop"``).
+    """
+
+    model: str | None = None
+    preset: str | None = "small"
+    params: Mapping[str, Any] = field(default_factory=dict)
+    dataset: str | None = None
+    n_shadows: int = 16
+    design: str | None = None
+    train_size: int | None = None
+    executor: str = "local"
+    jobs: int = 1
+    threads: int = 1
+    address: str | None = None
+    overlap: str = "error"
+
+
+class _Tables(NamedTuple):
+    """The attack's tables, each validated once."""
+
+    members: ValidatedTable
+    non_members: ValidatedTable
+    synthetic: ValidatedTable
+    population: ValidatedTable | None
 
 
 def attack_to_dir(
@@ -51,18 +110,7 @@ def attack_to_dir(
     attack_params: dict[str, dict[str, Any]] | None = None,
     reference: pd.DataFrame | None = None,
     population: pd.DataFrame | None = None,
-    model: str | None = None,
-    preset: str | None = "small",
-    params: dict[str, Any] | None = None,
-    dataset: str | None = None,
-    n_shadows: int = 16,
-    shadow_design: str | None = None,
-    shadow_train_size: int | None = None,
-    executor: str = "local",
-    jobs: int = 1,
-    threads: int = 1,
-    address: str | None = None,
-    population_overlap: str = "error",
+    shadows: ShadowConfig | None = None,
     run_dir: str | Path | None = None,
     intensity_k: int = 1,
     replica_distance: str = "fang2024",
@@ -76,114 +124,185 @@ def attack_to_dir(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     on_report: Callable[[AttackReport], None] | None = None,
+    **shadow_keywords: Any,
 ) -> AttackSummary:
     """Run ``attacks`` on (members, non-members, synthetic) into ``out_dir`` (layout in the module docstring).
 
-    Shadow-model attacks need ``population`` (real rows, none of them a target) and ``model``
-    (a registered generator, with ``preset``/``params``/``dataset`` as the released generator was
-    trained); ``n_shadows`` shadows train on ``shadow_train_size`` rows each (default: as many as
-    the members) through ``executor`` (``"local"`` or ``"ray"``, :func:`~tabmem.runs.pool.run_pool`;
-    ``address``: a Ray cluster to join) with ``jobs`` workers of ``threads`` torch threads. ``shadow_design`` defaults to ``"online"`` unless every requested
-    shadow attack works offline. ``delta`` defaults to the generator's DP delta when it has one,
-    else ``1e-5``. ``claimed_epsilon``/``claimed_delta`` state a DP claim of a generator that tabmem
-    did not train (default: ``params``' ``dp_epsilon``/``dp_delta``). ``run_dir`` is the ``tabmem train`` directory of the released generator, when
-    it was tracked: its records' DynamicCut intensity goes into ``risk.csv``. Returns the
-    :class:`~tabmem.attacks.summary.AttackSummary` (``.to_dict()`` is what ``summary.json`` holds); ``on_report`` receives the :class:`AttackReport` (per-record scores).
+    Shadow-model attacks need ``population`` (real rows, no target among them) and ``shadows``
+    (:class:`ShadowConfig`; or its fields as keywords: ``model``, ``preset``, ``params``, ``dataset``,
+    ``n_shadows``, ``shadow_design``, ``shadow_train_size``, ``executor``, ``jobs``, ``threads``,
+    ``address``, ``population_overlap``). The ε bound's ``delta`` defaults to ``claimed_delta``, else
+    1/(10 n_members) with a ``claimed_epsilon``, else 1e-5; the claim defaults to ``params``'
+    ``dp_epsilon``/``dp_delta``.
+    ``run_dir`` (a tracked ``tabmem train`` directory) adds DynamicCut intensities to ``risk.csv``.
+    Holds the writer lock; returns the :class:`~tabmem.attacks.summary.AttackSummary` (``.to_dict()`` is
+    what ``summary.json`` holds), ``on_report`` gets the :class:`AttackReport`.
     """
     attacks = check_attack_names(attacks)
-    check_positive_int("jobs", jobs)
-    check_fraction("confidence", confidence)
-    params = dict(params or {})
-    claimed_eps = claimed_epsilon if claimed_epsilon is not None else params.get("dp_epsilon")
-    claimed_delta = claimed_delta if claimed_delta is not None else params.get("dp_delta")
-    if claimed_eps is not None:
-        check_number("claimed epsilon", claimed_eps, low=0.0, low_open=True)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    nan_policy = "match" if nan == "match" else "error"
-    m = validate(members, schema, name="members", nan=nan_policy, extra=extra)  # type: ignore[arg-type]
-    n = validate(non_members, schema, name="non-members", nan=nan_policy, extra=extra)  # type: ignore[arg-type]
-    s = validate(synthetic, schema, name="synthetic", nan=nan_policy, extra=extra)  # type: ignore[arg-type]
-    shadow_attacks = [a for a in attacks if ATTACKS[a].needs_shadows]
-    shadows = None
-    pop = None
-    if population is not None:
-        pop = validate(population, schema, name="population", nan="error", extra=extra)  # type: ignore[arg-type]
-    if shadow_attacks:
-        if pop is None or model is None:
-            raise ParameterError(
-                f"{', '.join(shadow_attacks)}: shadow-model attacks need --population (real rows that are not targets) "
-                "and --model (the released generator's model)"
-            )
-        if shadow_design is None:
-            offline_ok = all("offline" in ATTACKS[a].shadow_designs for a in shadow_attacks)
-            shadow_design = "offline" if offline_ok else "online"
-        check_choice("shadow_design", shadow_design, ("online", "offline"))
-        from tabmem.runs.shadows import train_shadows
-
-        targets = concat_validated([m, n], name="targets")
-        shadows = train_shadows(
-            targets,
-            pop,
+    config = _shadow_config(shadows, shadow_keywords)
+    claim = _claim(config, confidence, claimed_epsilon, claimed_delta)
+    with RunDirectory(out_dir, ATTACK_RUN).lock() as run:
+        tables = _validate(members, non_members, synthetic, population, schema, nan=nan, extra=extra)
+        shadow_set = _shadow_stage(tables, schema, run.path / "shadows", attacks, config, seed, progress)
+        delta = _delta(delta, claim, len(tables.members))
+        if reference is None:
+            reference = tables.population  # DOMIAS's default reference: real rows the generator did not see
+        report = run_attacks(
+            tables.members,
+            tables.non_members,
+            tables.synthetic,
             schema,
-            out / "shadows",
-            model=model,
-            preset=preset,
-            params=params,
-            dataset=dataset,
-            n_shadows=n_shadows,
-            design=shadow_design,
-            n_train=shadow_train_size or len(m),
-            n_synthetic=len(s),
-            seed=seed,
-            executor=executor,
-            jobs=jobs,
-            threads=threads,
-            address=address,
-            overlap=population_overlap,
-            progress=progress,
+            reference=reference,
+            attacks=attacks,
+            attack_params=attack_params,
+            nan=nan,
+            extra=extra,
+            n_bootstrap=n_bootstrap,
+            random_state=seed,
+            shadows=shadow_set,
+            delta=delta,
+            confidence=confidence,
         )
-    if delta is None:
-        delta = (
-            float(claimed_delta)
-            if claimed_delta is not None
-            else (1.0 / (10 * len(m)) if claimed_eps is not None else 1e-5)
+        if on_report is not None:
+            on_report(report)
+        summary = _summary(report, shadow_set, delta, confidence, seed, claim)
+        _write(run.path, report, summary, tables, schema, run_dir, intensity_k, replica_distance)
+    return summary
+
+
+def _shadow_config(config: ShadowConfig | None, keywords: dict[str, Any]) -> ShadowConfig:
+    """``config``, or the one that the former keyword arguments (``model=``, ``n_shadows=``...) describe."""
+    unknown = sorted(set(keywords) - set(_SHADOW_KEYWORDS))
+    if unknown:
+        raise TypeError(f"attack_to_dir() got an unexpected keyword argument {unknown[0]!r}")
+    if config is not None and keywords:
+        raise TypeError(
+            f"attack_to_dir(): pass {', '.join(sorted(keywords))} in shadows=ShadowConfig(...), not next to it"
         )
-    check_number("delta", delta, low=0.0, high=1.0, high_open=True)
-    if reference is None and pop is not None:
-        reference = pop  # type: ignore[assignment]
-    report = run_attacks(
-        m,
-        n,
-        s,
+    if config is None:
+        config = ShadowConfig(**{_SHADOW_KEYWORDS[k]: v for k, v in keywords.items()})
+    return replace(config, params=dict(config.params or {}))
+
+
+def _claim(
+    config: ShadowConfig, confidence: float, claimed_epsilon: float | None, claimed_delta: float | None
+) -> tuple[Any, Any]:
+    """The DP claim (ε, δ): the arguments, else the generator parameters' ``dp_epsilon``/``dp_delta``
+    (the shadow workers and the confidence checked first)."""
+    check_positive_int("jobs", config.jobs)
+    check_fraction("confidence", confidence)
+    params = config.params
+    eps = claimed_epsilon if claimed_epsilon is not None else params.get("dp_epsilon")
+    claimed_delta = claimed_delta if claimed_delta is not None else params.get("dp_delta")
+    if eps is not None:
+        check_number("claimed epsilon", eps, low=0.0, low_open=True)
+    return eps, claimed_delta
+
+
+def _validate(
+    members: Any, non_members: Any, synthetic: Any, population: Any, schema: Schema, *, nan: str, extra: str
+) -> _Tables:
+    """Each table validated once against ``schema`` (the population without missing values)."""
+    policy = "match" if nan == "match" else "error"
+
+    def one(table: Any, name: str, nan_policy: str = policy) -> ValidatedTable:
+        return validate(table, schema, name=name, nan=nan_policy, extra=extra)  # type: ignore[arg-type]
+
+    m, n, s = one(members, "members"), one(non_members, "non-members"), one(synthetic, "synthetic")
+    return _Tables(m, n, s, None if population is None else one(population, "population", "error"))
+
+
+def _shadow_stage(
+    tables: _Tables,
+    schema: Schema,
+    out: Path,
+    attacks: Sequence[str],
+    config: ShadowConfig,
+    seed: int,
+    progress: Callable[[str], None] | None,
+) -> Any:
+    """The shadow generators' tables (:class:`~tabmem.attacks.shadows.ShadowSet`) when a shadow-model attack
+    is requested, else ``None``."""
+    shadow_attacks = [a for a in attacks if ATTACKS[a].needs_shadows]
+    if not shadow_attacks:
+        return None
+    if tables.population is None or config.model is None:
+        raise ParameterError(
+            f"{', '.join(shadow_attacks)}: shadow-model attacks need {name_setting('population', '--population')} "
+            f"(real rows that are not targets) and {name_setting('model', '--model')} (the released generator's model)"
+        )
+    design = config.design
+    if design is None:
+        offline_ok = all("offline" in ATTACKS[a].shadow_designs for a in shadow_attacks)
+        design = "offline" if offline_ok else "online"
+    check_choice("shadow_design", design, ("online", "offline"))
+    from tabmem.runs.shadows import train_shadows
+
+    m = tables.members
+    targets = concat_validated([m, tables.non_members], name="targets")
+    return train_shadows(
+        targets,
+        tables.population,
         schema,
-        reference=reference,
-        attacks=attacks,
-        attack_params=attack_params,
-        nan=nan,
-        extra=extra,
-        n_bootstrap=n_bootstrap,
-        random_state=seed,
-        shadows=shadows,
-        delta=delta,
-        confidence=confidence,
+        out,
+        model=config.model,
+        preset=config.preset,
+        params=config.params,
+        dataset=config.dataset,
+        n_shadows=config.n_shadows,
+        design=design,
+        n_train=config.train_size or len(m),
+        n_synthetic=len(tables.synthetic),
+        seed=seed,
+        executor=config.executor,
+        jobs=config.jobs,
+        threads=config.threads,
+        address=config.address,
+        overlap=config.overlap,
+        progress=progress,
     )
-    if on_report is not None:
-        on_report(report)
-    summary = report.summary().with_run(
-        shadows=shadows.meta if shadows is not None else None,
-        privacy=PrivacyHeadline.from_dict(
-            _privacy_headline(report, delta, confidence, seed, claimed_eps, claimed_delta)
-        ),
+
+
+def _delta(delta: float | None, claim: tuple[Any, Any], n_members: int) -> float:
+    """δ of the ε lower bound: ``delta``, else the claimed δ, else 1/(10 n) for a DP claim, else 1e-5."""
+    claimed_eps, claimed_delta = claim
+    if delta is None:
+        if claimed_delta is not None:
+            delta = float(claimed_delta)
+        else:
+            delta = 1.0 / (10 * n_members) if claimed_eps is not None else 1e-5
+    check_number("delta", delta, low=0.0, high=1.0, high_open=True)
+    return delta
+
+
+def _summary(
+    report: AttackReport, shadow_set: Any, delta: float, confidence: float, seed: int, claim: tuple[Any, Any]
+) -> AttackSummary:
+    """``report.summary()`` with the shadows' plan (``_meta``) and the privacy headline (``_privacy``)."""
+    return report.summary().with_run(
+        shadows=shadow_set.meta if shadow_set is not None else None,
+        privacy=PrivacyHeadline.from_dict(_privacy_headline(report, delta, confidence, seed, *claim)),
     )
+
+
+def _write(
+    out: Path,
+    report: AttackReport,
+    summary: AttackSummary,
+    tables: _Tables,
+    schema: Schema,
+    run_dir: str | Path | None,
+    intensity_k: int,
+    distance: str,
+) -> None:
+    """summary.json, scores.csv, roc.csv, then risk.csv (:func:`risk_ledger`), each written atomically."""
     write_json(out / "summary.json", summary.to_dict())
     write_frame(out / "scores.csv", report.scores)
     write_frame(out / "roc.csv", report.roc())
-    write_frame(
-        out / "risk.csv",
-        risk_ledger(report, m, s, schema, run_dir=run_dir, intensity_k=intensity_k, distance=replica_distance),
+    ledger = risk_ledger(
+        report, tables.members, tables.synthetic, schema, run_dir=run_dir, intensity_k=intensity_k, distance=distance
     )
-    return summary
+    write_frame(out / "risk.csv", ledger)
 
 
 def _privacy_headline(
@@ -257,16 +376,23 @@ def _intensity(run_dir: Path, members: Any, k: int) -> np.ndarray:
     from tabmem.memorization.dynamics import TrainingDynamics
 
     if not (run_dir / "tracking" / "tracker.json").is_file():
-        raise TabmemError(f"--run: {str(run_dir)!r} holds no tracking (train with --track-every to get intensities)")
+        raise TabmemError(
+            f"{name_setting('run_dir', '--run')}: {str(run_dir)!r} holds no tracking (train with "
+            f"{name_setting('track_every', '--track-every')} to get intensities)"
+        )
     gen = load_generator(run_dir)
     run_schema = Schema.from_dict(read_json(run_dir / "config.json")["schema"])
     clean = validate(members, run_schema, name="members", extra="ignore").data
     if getattr(gen, "fingerprint_", None) != table_fingerprint(clean):
         raise TabmemError(
-            f"--run: {str(run_dir)!r} was trained on another table than --members (fingerprints differ; the members "
+            f"{name_setting('run_dir', '--run')}: {str(run_dir)!r} was trained on another table than "
+            f"{name_setting('members', '--members')} (fingerprints differ; the members "
             "must be the run's training rows in the same order)"
         )
     dyn = TrainingDynamics.load(run_dir / "tracking")
     if dyn.n_records != len(clean):
-        raise TabmemError(f"--run: the tracked run has {dyn.n_records} training records, --members {len(clean)}")
+        raise TabmemError(
+            f"{name_setting('run_dir', '--run')}: the tracked run has {dyn.n_records} training records, "
+            f"{name_setting('members', '--members')} {len(clean)}"
+        )
     return dyn.intensity_score(k)

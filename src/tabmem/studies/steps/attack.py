@@ -11,7 +11,7 @@ Shadow-model attacks (``lira``, ``groundhog``...) need ``shadows >= 4``: that ma
 cell's generator (its model, preset and parameters, as ``train`` resolved them) are trained on
 halves of the targets (:mod:`tabmem.runs.shadows`, under the step's ``shadows/``; an
 interrupted step resumes them), topped up from the population: the test rows that are neither
-non-members nor the reference. The step then runs :func:`tabmem.runs.attack.attack_to_dir`.
+non-members nor the reference. The step is a thin adapter over :func:`tabmem.runs.attack.attack_to_dir`.
 """
 
 from __future__ import annotations
@@ -98,8 +98,40 @@ class AttackStep(Step):
         return config
 
     def run(self, ctx: StepContext) -> list[MetricRow]:
-        from tabmem.attacks.runner import run_attacks
+        from tabmem.attacks.runner import AttackReport
+        from tabmem.runs.attack import attack_to_dir
 
+        c = self.config
+        members, non_members, population, reference = self._tables(ctx)
+        from tabmem.attacks import ATTACKS
+
+        # the no-box attacks take the step's serializer/distance and threads as their classes list them;
+        # shadow-model attacks take [attack] params only
+        options = {"serializer": c["serializer"], "distance": c["distance"], "n_jobs": ctx.threads}
+        defaults = {a: ATTACKS[a].run_params(options) for a in c["attacks"] if not ATTACKS[a].needs_shadows}
+        params = {name: {**defaults.get(name, {}), **dict(c["params"].get(name, {}))} for name in c["attacks"]}
+        captured: list[AttackReport] = []
+        summary = attack_to_dir(
+            members,
+            non_members,
+            ctx.read_table("synthetic"),
+            ctx.data.schema,
+            ctx.out,
+            attacks=c["attacks"],
+            attack_params=params,
+            reference=reference,
+            population=population if c["shadows"] else None,
+            shadows=self._shadow_config(ctx),
+            nan=c["nan"],
+            n_bootstrap=c["n_bootstrap"],
+            seed=ctx.seed_for("attack"),
+            on_report=captured.append,
+        )
+        return self._rows(ctx, captured[0], summary)
+
+    def _tables(self, ctx: StepContext) -> tuple[Any, Any, Any, Any]:
+        """Members (capped), non-members (capped) and the population from the test split, and DOMIAS's reference
+        (half of the test split, with ``reference = "test"``)."""
         c = self.config
         train, test = ctx.data.train, ctx.data.test
         assert test is not None
@@ -112,61 +144,26 @@ class AttackStep(Step):
             test = test.iloc[np.sort(order[:half])].reset_index(drop=True)
         keep = subsample_rows(len(test), c["n_non_members"], ctx.seed_for("non-members"))
         population = test.drop(index=test.index[keep]).reset_index(drop=True)
-        non_members = test.iloc[keep].reset_index(drop=True)
-        from tabmem.attacks import ATTACKS
+        return members, test.iloc[keep].reset_index(drop=True), population, reference
 
-        # the no-box attacks take the step's serializer/distance and threads as their classes list them;
-        # shadow-model attacks take [attack] params only
-        options = {"serializer": c["serializer"], "distance": c["distance"], "n_jobs": ctx.threads}
-        defaults = {a: ATTACKS[a].run_params(options) for a in c["attacks"] if not ATTACKS[a].needs_shadows}
-        params = {name: {**defaults.get(name, {}), **dict(c["params"].get(name, {}))} for name in c["attacks"]}
-        if c["shadows"]:
-            return self._run_with_shadows(ctx, members, non_members, population, reference, params)
-        report = run_attacks(
-            members,
-            non_members,
-            ctx.read_table("synthetic"),
-            ctx.data.schema,
-            reference=reference,
-            attacks=c["attacks"],
-            attack_params=params,
-            nan=c["nan"],
-            n_bootstrap=c["n_bootstrap"],
-            random_state=ctx.seed_for("attack"),
-        )
-        report.save(ctx.out)
-        return self._rows(ctx, report, report.summary())
+    def _shadow_config(self, ctx: StepContext) -> Any:
+        """The cell's generator (as ``train`` resolved it) as the shadows' settings; ``None`` without shadows."""
+        from tabmem.runs.attack import ShadowConfig
 
-    def _run_with_shadows(self, ctx, members, non_members, population, reference, params) -> list[MetricRow]:
-        from tabmem.attacks.runner import AttackReport
-        from tabmem.runs.attack import attack_to_dir
-
-        c, g = self.config, self.config["generator"]
-        captured: list[AttackReport] = []
-        summary = attack_to_dir(
-            members,
-            non_members,
-            ctx.read_table("synthetic"),
-            ctx.data.schema,
-            ctx.out,
-            attacks=c["attacks"],
-            attack_params=params,
-            reference=reference,
-            population=population,
+        c = self.config
+        if not c["shadows"]:
+            return None
+        g = c["generator"]
+        return ShadowConfig(
             model=g["model"],
             preset=g["preset"],
             params=g["params"],
             dataset=g["dataset_preset"],
             n_shadows=c["shadows"],
-            shadow_design=c["shadow_design"],
+            design=c["shadow_design"],
             threads=ctx.threads,
-            population_overlap="drop",
-            nan=c["nan"],
-            n_bootstrap=c["n_bootstrap"],
-            seed=ctx.seed_for("attack"),
-            on_report=captured.append,
+            overlap="drop",
         )
-        return self._rows(ctx, captured[0], summary)
 
     def _rows(self, ctx: StepContext, report: Any, summary: AttackSummary) -> list[MetricRow]:
         from tabmem.attacks.evaluation import DEFAULT_FPRS

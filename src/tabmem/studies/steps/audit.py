@@ -16,17 +16,14 @@ once for the replica search; its headline numbers become metric rows too.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tabmem.memorization.summary import EXCESS_MEMORIZATION
+from tabmem.memorization.summary import EXCESS_MEMORIZATION, AuditSummary, DistanceEvidence
 from tabmem.studies._fields import Field, choice, integer, number, string_list
 from tabmem.studies.estimate import audit_seconds
 from tabmem.studies.inputs import subsample_rows
 from tabmem.studies.steps.base import CellInfo, Step, StepContext, register_step, require_test
 from tabmem.studies.store import MetricRow, metric
-
-if TYPE_CHECKING:
-    from tabmem.memorization.summary import DistanceEvidence
 
 
 def _distances() -> list[str]:
@@ -58,97 +55,87 @@ class AuditStep(Step):
         return dict(options)
 
     def run(self, ctx: StepContext) -> list[MetricRow]:
-        from tabmem.data.schema import validate
-        from tabmem.memorization.evidence import distance_evidence
-        from tabmem.memorization.replicas import ReplicaDetector
+        from tabmem.runs.audit import validate_audit_tables
 
         c = self.config
-        schema = ctx.data.schema
-        fit_nan = "match" if c["nan"] in ("match", "drop") else "error"
-        train = validate(ctx.data.train, schema, name="training", nan=fit_nan)  # once for every distance
-        synthetic = ctx.read_table("synthetic")
-        holdout = _holdout(ctx, c["holdout"], c["n_holdout"])
+        # validated once (the categories are the training table's, whatever the distance), then shared
+        # by every distance's replica search and distance evidence
+        train, synthetic, holdout = validate_audit_tables(
+            ctx.data.train,
+            ctx.read_table("synthetic"),
+            ctx.data.schema,
+            holdout=_holdout(ctx, c["holdout"], c["n_holdout"]),
+            nan=c["nan"],
+            unseen=c["unseen"],
+        )
         rows: list[MetricRow] = []
         for distance in c["distances"]:
-            detector = ReplicaDetector(
-                distance,
-                c["threshold"],
-                nan=c["nan"],
-                n_jobs=ctx.threads,
-                memory_budget=int(c["memory_gb"] * 2**30),
-            ).fit(train, schema)
-            # validated once (the categories are the training table's, whatever the distance), then shared
-            # by every distance's replica search and distance evidence
-            synthetic = detector.validate(synthetic, name="synthetic", unseen=c["unseen"])
-            if holdout is not None:
-                holdout = detector.validate(holdout, name="holdout", unseen=c["unseen"])
-            result = detector.score(synthetic, holdout=holdout, unseen=c["unseen"])
-            evidence = None
-            if holdout is not None:
-                evidence = distance_evidence(
-                    detector,
-                    result,
-                    synthetic,
-                    holdout,
-                    n_cells=c["copying_cells"],
-                    random_state=ctx.seed_for(f"copying-{distance}"),
-                )
-            # the intervals in results.parquet are those of summary.json (one computation)
-            s = result.save(
-                ctx.out / distance,
-                schema=schema.to_dict(),
-                evidence=evidence,
-                n_bootstrap=c["n_bootstrap"],
-                random_state=ctx.seed_for(f"audit-{distance}"),
-            )
-            tail = s.heavy_tail
-            hold_rate = s.holdout_memorization_rate
-
-            def m(name: str, value: Any, **kw: Any) -> MetricRow:
-                return metric(name, value, component=distance, **kw)  # noqa: B023 - used at once
-
-            rows.append(
-                m(
-                    "memorization_rate",
-                    s.memorization_rate,
-                    ci=tuple(s.memorization_rate_ci),
-                    goal="minimize",
-                    baseline=hold_rate,
-                )
-            )
-            if s.has_holdout:
-                rows.append(m("holdout_memorization_rate", hold_rate, ci=tuple(s.holdout_memorization_rate_ci or ())))
-                rows.append(
-                    m(
-                        EXCESS_MEMORIZATION,
-                        s.excess_memorization,
-                        ci=tuple(s.excess_memorization_ci or ()),
-                        goal="minimize",
-                        baseline=0.0,
-                    )
-                )
-            rows.append(m("mem_auc", s.mem_auc, goal="minimize", baseline=s.holdout_mem_auc))
-            rows.append(m("mem_auc_trapz10", s.mem_auc_trapz10, goal="minimize"))
-            if s.has_holdout:
-                rows.append(m("holdout_mem_auc", s.holdout_mem_auc))
-            rows += [
-                m("n_replicas", s.n_replicas),
-                m("n_synthetic", s.n_synthetic),
-                m("n_holdout", s.n_holdout),
-                m("n_records_with_replicas", tail.n_records_with_replicas),
-                m("top_1pct_share", tail.top_1pct_share),
-                m("top_10pct_share", tail.top_10pct_share),
-                m("gini", tail.gini),
-            ]
-            if evidence is not None:
-                rows += _evidence_rows(evidence, m)
+            rows += self._audit(ctx, distance, train, synthetic, holdout)
         return rows
+
+    def _audit(self, ctx: StepContext, distance: str, train: Any, synthetic: Any, holdout: Any) -> list[MetricRow]:
+        """``tabmem audit`` with one distance into ``audit/<distance>/``; its metric rows."""
+        from tabmem.memorization.replicas import ReplicaDetector
+        from tabmem.runs.audit import audit_to_dir
+
+        c = self.config
+        detector = ReplicaDetector(
+            distance, c["threshold"], nan=c["nan"], n_jobs=ctx.threads, memory_budget=int(c["memory_gb"] * 2**30)
+        )
+        # the intervals in results.parquet are those of summary.json (one computation)
+        s = audit_to_dir(
+            detector,
+            train,
+            synthetic,
+            ctx.data.schema,
+            ctx.out / distance,
+            holdout=holdout,
+            unseen=c["unseen"],
+            evidence=holdout is not None,
+            copying_cells=c["copying_cells"],
+            seed=ctx.seed_for(f"copying-{distance}"),
+            n_bootstrap=c["n_bootstrap"],
+            bootstrap_seed=ctx.seed_for(f"audit-{distance}"),
+        )
+        return _rows(s, distance)
 
     @classmethod
     def estimate(cls, config: Mapping[str, Any], cell: CellInfo) -> float:
         n = float(cell.dataset.n_rows or 10_000)
         n_hold = 0.0 if config["holdout"] == "none" else float(config["n_holdout"] or n)
         return audit_seconds(len(config["distances"]), n, n_hold, cell)
+
+
+def _rows(s: AuditSummary, distance: str) -> list[MetricRow]:
+    """The metric rows of one distance's summary: rates with their intervals, Mem-AUC, the heavy tail, the evidence."""
+
+    def m(name: str, value: Any, **kw: Any) -> MetricRow:
+        return metric(name, value, component=distance, **kw)
+
+    hold_rate = s.holdout_memorization_rate
+    rows = [m("memorization_rate", s.memorization_rate, ci=tuple(s.memorization_rate_ci), goal="minimize",
+              baseline=hold_rate)]  # fmt: skip
+    if s.has_holdout:
+        rows.append(m("holdout_memorization_rate", hold_rate, ci=tuple(s.holdout_memorization_rate_ci or ())))
+        rows.append(m(EXCESS_MEMORIZATION, s.excess_memorization, ci=tuple(s.excess_memorization_ci or ()),
+                      goal="minimize", baseline=0.0))  # fmt: skip
+    rows.append(m("mem_auc", s.mem_auc, goal="minimize", baseline=s.holdout_mem_auc))
+    rows.append(m("mem_auc_trapz10", s.mem_auc_trapz10, goal="minimize"))
+    if s.has_holdout:
+        rows.append(m("holdout_mem_auc", s.holdout_mem_auc))
+    tail = s.heavy_tail
+    rows += [
+        m("n_replicas", s.n_replicas),
+        m("n_synthetic", s.n_synthetic),
+        m("n_holdout", s.n_holdout),
+        m("n_records_with_replicas", tail.n_records_with_replicas),
+        m("top_1pct_share", tail.top_1pct_share),
+        m("top_10pct_share", tail.top_10pct_share),
+        m("gini", tail.gini),
+    ]
+    if s.evidence is not None:
+        rows += _evidence_rows(s.evidence, m)
+    return rows
 
 
 def _evidence_rows(ev: DistanceEvidence, m: Any) -> list[MetricRow]:
