@@ -141,7 +141,7 @@ def read_train_dir(path: str | Path, notes: list[str] | None = None) -> tuple[Tr
         training.trajectories = pd.read_csv(p / "trajectories.csv")
     training.dynamics = _read_optional_json(p / "dynamics.json")
     if training.epochs is None:
-        notes.append(f"{p}: trained without memorization tracking: no memorization-over-epochs plot")
+        notes.append(f"{p}: trained without tracking (--track-every 0): no memorization-over-epochs plot")
     return training, _audit_part(p, _summary(p), notes)
 
 
