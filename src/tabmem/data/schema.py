@@ -652,14 +652,15 @@ def _magnitude_problem(col: str, values: np.ndarray) -> str | None:
     rows = np.flatnonzero(outside)
     more = f" ({len(rows)} rows outside, first rows: {_head(rows)})" if len(rows) > 1 else ""
     return (
-        f"column {col!r} row {rows[0]} holds a value of magnitude {mag[rows[0]]:.3g}, outside the value domain "
+        f"column {col!r} row {rows[0]} holds a value of magnitude {_e(mag[rows[0]], 3)}, outside the value domain "
         f"(0 or {_e(MIN_MAGNITUDE)} <= |x| <= {_e(MAX_MAGNITUDE)}){more}; rescale the column (e.g. to thousands, or log), "
         "or declare it categorical if it is an identifier"
     )
 
 
-def _e(value: float) -> str:
-    return f"{value:.0e}".replace("e+", "e")
+def _e(value: float, digits: int = 1) -> str:
+    """``1e15``, ``2.5e-120``: ``g`` format with ``digits`` significant digits, without ``+`` in the exponent."""
+    return f"{value:.{digits}g}".replace("e+", "e")
 
 
 def _head(rows: np.ndarray, k: int = 5) -> str:
