@@ -195,4 +195,3 @@ def _float64(values: Any) -> np.ndarray:
     if hasattr(values, "detach"):  # a torch tensor, without importing torch here
         values = values.detach().cpu().numpy()
     return np.array(values, dtype=np.float64).reshape(-1)
-
