@@ -14,6 +14,7 @@ from tabmem import Schema
 from tabmem.attacks.density import GaussianKDE
 from tabmem.attacks.evaluation import MIN_TARGETS, degenerate_warnings, evaluate_membership
 from tabmem.attacks.runner import run_attacks
+from tabmem.errors import SchemaError
 
 
 def test_infinite_scores_are_ranked_like_any_monotone_stand_in() -> None:
@@ -68,15 +69,21 @@ def _tables(big: float | None = None):
     return members, non_members, synthetic, Schema(("a", "b", "k"), ("a", "b"), ("k",))
 
 
-def test_density_attack_on_a_synthetic_table_holding_1e308() -> None:
-    """This used to raise a LinAlgError deep in the KDE; the outlier is now one far point in standard units."""
-    members, non_members, synthetic, schema = _tables(1e308)
+def test_density_attack_on_a_synthetic_table_holding_1e15() -> None:
+    """This used to raise a LinAlgError deep in the KDE; the outlier (at the value domain's bound) is one far point."""
+    members, non_members, synthetic, schema = _tables(1e15)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         report = run_attacks(members, non_members, synthetic, schema, attacks=["density"], n_bootstrap=10)
     auc = report.results["density"].auc
     assert 0.0 <= auc <= 1.0 and report.skipped == {}
     assert report.summary().meta.schema["numerical"] == ["a", "b"]
+
+
+def test_attacks_refuse_a_synthetic_value_beyond_the_value_domain() -> None:
+    members, non_members, synthetic, schema = _tables(1e308)
+    with pytest.raises(SchemaError, match=r"^synthetic table: column 'a' row 40 holds a value of magnitude 1e308, "):
+        run_attacks(members, non_members, synthetic, schema, attacks=["density"], n_bootstrap=10)
 
 
 def test_few_targets_warn() -> None:

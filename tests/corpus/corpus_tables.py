@@ -98,6 +98,14 @@ VARIANTS: dict[str, tuple[str, Callable[[dict[str, pd.DataFrame]], pd.DataFrame]
     "synthetic_scaled_1e12": ("synthetic", lambda t: _scaled(t["synthetic"], "fnlwgt", 1e12)),
     "train_tiny_1e-300": ("train", lambda t: _scaled(t["train"], "score", 1e-300)),
     "synthetic_tiny_1e-300": ("synthetic", lambda t: _scaled(t["synthetic"], "score", 1e-300)),
+    # the value domain's edges (0 or 1e-100 <= |x| <= 1e15): exact, not refused
+    "train_1e15": ("train", lambda t: _set(t["train"], N_COPIES + 5, "fnlwgt", 1e15)),
+    "train_neg_1e15": ("train", lambda t: _set(t["train"], N_COPIES + 5, "score", -1e15)),
+    "synthetic_1e15": ("synthetic", lambda t: _set(t["synthetic"], N_COPIES + 3, "fnlwgt", 1e15)),
+    "train_scaled_1e9": ("train", lambda t: _scaled(t["train"], "fnlwgt", 1e9)),
+    "synthetic_scaled_1e9": ("synthetic", lambda t: _scaled(t["synthetic"], "fnlwgt", 1e9)),
+    "train_tiny_1e-98": ("train", lambda t: _scaled(t["train"], "score", 1e-98)),
+    "synthetic_tiny_1e-98": ("synthetic", lambda t: _scaled(t["synthetic"], "score", 1e-98)),
     # group 2: duplicates and undefined ratios
     "train_identical": ("train", _identical),
     "synthetic_identical": ("synthetic", _identical),

@@ -36,7 +36,7 @@ NUMERICAL = {
     "int64": pd.Series([10, -3, 7, 1_000_000], dtype="int64"),
     "int16": pd.Series([10, -3, 7, 300], dtype="int16"),
     "Int64": pd.Series([10, -3, 7, 8], dtype="Int64"),
-    "float64": pd.Series([0.1, 2.5, -1e300, 3.0]),
+    "float64": pd.Series([0.1, 2.5, -1e15, 3.0]),  # -1e15: the value domain's bound
     "Float64_na": pd.Series([0.1, None, 2.0, 3.5], dtype="Float64"),
 }
 

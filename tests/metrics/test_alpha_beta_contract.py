@@ -63,11 +63,12 @@ def test_minimal_sizes_and_messages():
     assert AlphaPrecision().evaluate(two, one, schema).value is not None
 
 
-def test_norms_do_not_overflow():
+def test_norms_of_features_at_the_domain_edge_do_not_overflow():
+    # a value at 1e15 over a real range near 1e-100 is a feature of ~1e115: its square stays finite
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = _norms(np.array([[3e300, 4e300], [3.0, 4.0], [0.0, 0.0]]))
-    np.testing.assert_allclose(got, [5e300, 5.0, 0.0], rtol=1e-15)
+        got = _norms(np.array([[3e115, 4e115], [3.0, 4.0], [0.0, 0.0]]))
+    np.testing.assert_allclose(got, [5e115, 5.0, 0.0], rtol=1e-15)
 
 
 def _tables():
@@ -89,7 +90,7 @@ def _features(df, real):
 def test_metrics_equal_the_loop_reference_and_report_both_values(far):
     real, syn = _tables()
     if far:  # far beyond 2**40 ranges: the exact path of the neighbour search, still finite in float64
-        syn.loc[7, "a"] = 1e150
+        syn.loc[7, "a"] = 1e15  # the value domain's bound
     x, y = _features(real, real), _features(syn, real)
     prec, cov = _loops(x, y)
     want_a = 1 - np.abs(ALPHAS - prec).sum() / ALPHAS.sum()
@@ -111,19 +112,22 @@ def test_n_jobs_is_checked():
         AlphaPrecision(n_jobs=0).evaluate(real, syn, SCHEMA)
 
 
-def test_a_synthetic_value_overflowing_the_scaling_is_refused_in_one_line():
-    # (1e308 - min) / 0.3 is beyond float64: the synthetic centre and every norm to it would be inf
+def test_a_synthetic_value_far_beyond_a_tiny_real_range_is_evaluated():
+    # (1e15 - min) / 3e-90 is ~3e104: finite inside the value domain, so the metric is computed
     real, syn = _tables()
-    real["b"] = np.linspace(0.0, 0.3, 60)
-    syn.loc[4, "b"] = 1e308
+    real["b"] = np.linspace(0.0, 3e-90, 60)
+    syn["b"] = np.linspace(0.0, 3e-90, 45)
+    syn.loc[4, "b"] = 1e15
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(
-            TabmemError, match=r"^column 'b': synthetic row 4 lies beyond the float64 range once min-max"
-        ):
-            AlphaPrecision().evaluate(real, syn, SCHEMA)
-    syn.loc[4, "b"] = 1e300  # large, but finite once scaled: evaluated
-    assert 0.0 <= AlphaPrecision().evaluate(real, syn, SCHEMA).value <= 1.0
+        assert 0.0 <= AlphaPrecision().evaluate(real, syn, SCHEMA).value <= 1.0
+
+
+def test_a_synthetic_value_beyond_the_domain_is_refused_in_one_line():
+    real, syn = _tables()
+    syn.loc[4, "b"] = 1e308
+    with pytest.raises(TabmemError, match=r"^synthetic table: column 'b' row 4 holds a value of magnitude 1e308, "):
+        AlphaPrecision().evaluate(real, syn, SCHEMA)
 
 
 def test_given_neighbours_are_used_as_given():

@@ -6,9 +6,11 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy.stats import pearsonr
 
 from tabmem import Schema
+from tabmem.errors import SchemaError
 from tabmem.metrics.report import quality_report
 from tabmem.metrics.shape import ks_complement
 from tabmem.metrics.trend import _correlations
@@ -36,20 +38,29 @@ def test_ks_rounding_leaves_huge_values_alone() -> None:
         assert ks_complement(np.array([0.1 + 0.2]), np.array([0.3])) == 1.0  # 14-decimal rounding still applies
 
 
-def test_every_null_has_a_reason_at_1e308() -> None:
+def _quality_tables(big: float) -> tuple[pd.DataFrame, pd.DataFrame, Schema]:
     rng = np.random.default_rng(1)
     real = pd.DataFrame({"a": rng.normal(50, 10, 120), "b": rng.normal(size=120), "k": rng.choice(list("xy"), 120)})
     syn = real.sample(120, replace=True, random_state=2).reset_index(drop=True)
-    syn.loc[3, "a"] = 1e308
-    schema = Schema(("a", "b", "k"), ("a", "b"), ("k",))
+    syn.loc[3, "a"] = big
+    return real, syn, Schema(("a", "b", "k"), ("a", "b"), ("k",))
+
+
+def test_every_metric_has_a_value_at_the_domain_bound() -> None:
+    real, syn, schema = _quality_tables(1e15)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         report = quality_report(real, syn, schema, metrics=["shape", "trend", "mmd", "wasserstein"])
     s = report.summary().to_dict()
-    assert s["mmd"] is None and "column 'a' of the synthetic table" in s["skipped"]["mmd"]
-    assert s["shape"] is not None and s["trend"] is not None
-    assert s["wasserstein"] > 1e290  # documented: unbounded, in units of the real range
+    assert all(s[m] is not None for m in ("shape", "trend", "mmd", "wasserstein")) and not s.get("skipped")
+    assert s["wasserstein"] > 1e10  # documented: unbounded, in units of the real range
     assert s["schema"]["numerical"] == ["a", "b"]
+
+
+def test_a_value_beyond_the_domain_is_refused_before_any_metric() -> None:
+    real, syn, schema = _quality_tables(1e308)
+    with pytest.raises(SchemaError, match=r"^synthetic table: column 'a' row 3 holds a value of magnitude 1e308, "):
+        quality_report(real, syn, schema, metrics=["shape", "trend", "mmd", "wasserstein"])
 
 
 def test_dcr_l1_and_alpha_beta_exact_with_a_far_synthetic_row() -> None:
@@ -62,7 +73,7 @@ def test_dcr_l1_and_alpha_beta_exact_with_a_far_synthetic_row() -> None:
     schema = Schema(("a", "b", "k"), ("a", "b"), ("k",))
     real = pd.DataFrame({"a": rng.normal(0, 1, 50), "b": rng.normal(0, 1, 50), "k": rng.choice(list("xy"), 50)})
     syn = pd.DataFrame({"a": rng.normal(0, 1, 20), "b": rng.normal(0, 1, 20), "k": rng.choice(list("xy"), 20)})
-    syn.loc[4, "a"] = 1e300
+    syn.loc[4, "a"] = 1e15  # the value domain's bound
     r, s = validate(real, schema, name="training").data, validate(syn, schema).data
     enc = TableEncoder(schema).fit(r)
     with warnings.catch_warnings():
@@ -77,4 +88,4 @@ def test_dcr_l1_and_alpha_beta_exact_with_a_far_synthetic_row() -> None:
         )
         for i in range(len(s))
     ]
-    assert np.allclose(got, brute, rtol=1e-12) and got[4] > 1e299
+    assert np.allclose(got, brute, rtol=1e-12) and got[4] > 1e14

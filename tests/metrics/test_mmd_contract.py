@@ -224,31 +224,19 @@ def test_a_small_positive_gamma_is_accepted():
     assert MMD(gamma=0.5).evaluate(real, real, SCHEMA).details["gamma"] == 0.5
 
 
-TAIL = r": squared distances overflow float64, so the kernel is undefined \(rescale or clip the column\)$"
-
-
-def test_overflowing_rows_name_the_column_the_table_and_the_unit():
+def test_values_beyond_the_value_domain_are_refused_naming_the_table_column_and_row():
+    # inside the domain (|x| <= 1e15, spreads >= ~1e-116) squared distances cannot overflow float64;
+    # beyond it the tables are refused before the kernel is computed
     real, syn = _table(20, 10), _table(20, 11)
     syn.loc[3, "b"] = 1e200
-    with pytest.raises(TabmemError, match=r"^column 'b' of the synthetic table reaches 1e\+200 raw units" + TAIL):
+    with pytest.raises(TabmemError, match=r"^synthetic table: column 'b' row 3 holds a value of magnitude 1e200, "):
         MMD(mode="paper").evaluate(real, syn, SCHEMA)
     bad_real = real.copy()
     bad_real.loc[0, "a"] = -1e200
-    with pytest.raises(TabmemError, match=r"^column 'a' of the real table reaches 1e\+200 raw units" + TAIL):
+    with pytest.raises(TabmemError, match=r"^real table: column 'a' row 0 holds a value of magnitude 1e200, "):
         MMD(mode="paper").evaluate(bad_real, _table(20, 11), SCHEMA)
-    # standardised: 'a' reaches ~1e160 standard deviations (its square overflows), 'b' overflows to inf
-    real_b = real.assign(b=np.linspace(0.0, 0.3, 20))
+    # at the domain's bound, far outside a tiny real spread: finite
+    real_b = real.assign(b=np.linspace(0.0, 3e-90, 20))
     syn2 = _table(20, 11)
-    syn2.loc[2, "a"] = 1e160
-    syn2.loc[5, "b"] = 1e308
-    with pytest.raises(
-        TabmemError, match=r"^column 'b' of the synthetic table reaches inf real standard deviations" + TAIL
-    ):
-        MMD().evaluate(real_b, syn2, SCHEMA)
-    syn3 = _table(20, 11)
-    syn3.loc[2, "a"] = 1e160
-    with pytest.raises(
-        TabmemError,
-        match=r"^column 'a' of the synthetic table reaches [0-9.]+e\+1[56][0-9] real standard deviations" + TAIL,
-    ):
-        MMD().evaluate(real, syn3, SCHEMA)
+    syn2.loc[5, "b"] = 1e15
+    assert np.isfinite(MMD().evaluate(real_b, syn2, SCHEMA).value)

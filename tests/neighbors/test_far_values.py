@@ -1,8 +1,8 @@
 """``gower`` and ``l2`` with reference rows far outside the encoder's range, checked by hand.
 
 An encoder fitted on another table (``fit(None, encoder=..., clean=...)``, as alpha/beta does)
-can put reference values outside Gower's ``[0, 1]``, past ``l2``'s ``2^40`` fast-pass limit,
-or past float64 once scaled. The search is exact only if every fast key keeps the
+can put reference values outside Gower's ``[0, 1]`` or past ``l2``'s ``2^40`` fast-pass limit
+(values inside the value domain, ``|x| <= 1e15``, never leave float64 once scaled). The search is exact only if every fast key keeps the
 :class:`~tabmem.neighbors.distances.Block` contract (``key - margin`` is a lower bound of the
 exact key). References here: hand-computed distances with binary-exact values, ``math.hypot``,
 and float64 sums of squares of the standardised values (encoders fitted on ``[-1, 1]``: mean 0,
@@ -71,11 +71,11 @@ def test_l2_reference_rows_beyond_the_fast_range_keep_lower_bound_keys() -> None
 
 
 def test_l2_far_reference_rows_are_neither_evaluated_nor_warned_about(monkeypatch: pytest.MonkeyPatch) -> None:
-    # rows 0, 1 are within 2 of the query; rows 2.. lie past 2^40 (one at 1e300: its squared gap
-    # overflows float64). Their lower-bound keys, >= (2^41 - 0)^2, prove them farther than row 1
-    # without an exact evaluation, and nothing overflows loudly
+    # rows 0, 1 are within 2 of the query; rows 2.. lie past 2^40 (up to the domain's 1e15: its
+    # squared gap is beyond float32). Their lower-bound keys, >= (2^41 - 0)^2, prove them farther
+    # than row 1 without an exact evaluation, and nothing overflows loudly
     enc = unit_encoder(("x",))
-    far = [2.0**41, -(2.0**42), 3.0 * T40, 1e300, -1e300, 2.0**60]
+    far = [2.0**41, -(2.0**42), 3.0 * T40, 1e15, -1e15, 2.0**49]
     index = fit_on("l2", enc, pd.DataFrame({"x": [1.0, -2.0, *far]}))
     evaluated: list[np.ndarray] = []
     original = index.distance_.pair_distances
@@ -112,46 +112,17 @@ def test_l2_single_row_block_margin_covers_a_large_column_among_many_small_ones(
     assert np.all(lower <= exact_key), (blk.key, blk.margin, exact_key)
 
 
-def test_l2_constant_column_values_beyond_float64_compare_in_raw_units() -> None:
-    # the encoder's column is constant at -1e308 (std 0 counts as 1): standardised, 1e308 and
-    # 1.5e308 are 2e308 and 2.5e308, both past float64; their distance is |1e308 - 1.5e308| / 1
-    enc = TableEncoder(Schema(("x",), ("x",), ())).fit(pd.DataFrame({"x": [-1e308, -1e308]}), nan="match")
+def test_l2_constant_column_at_the_domain_bound_compares_in_raw_units() -> None:
+    # the encoder's column is constant at -1e15 (std 0 counts as 1): standardised, 1e15 and 5e14 are
+    # 2e15 and 1.5e15; their distance is |1e15 - 5e14| / 1, exactly
+    enc = TableEncoder(Schema(("x",), ("x",), ())).fit(pd.DataFrame({"x": [-1e15, -1e15]}), nan="match")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        index = fit_on("l2", enc, pd.DataFrame({"x": [1.5e308, 1e308, 1.2e308]}))
-        prepared = index.prepare(pd.DataFrame({"x": [1e308]}))
-        queries = index.prepare(pd.DataFrame({"x": [1e308, 1.2e308]}))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        index = fit_on("l2", enc, pd.DataFrame({"x": [1e15, 5e14, 8e14]}))
+        prepared = index.prepare(pd.DataFrame({"x": [5e14]}))
+        queries = index.prepare(pd.DataFrame({"x": [5e14, 8e14]}))
         got = index.distance_.pair_distances(prepared, np.zeros(3, dtype=int), np.arange(3))
         idx, d = index.kneighbors(queries, k=2)
-    np.testing.assert_allclose(got, [5e307, 0.0, 2e307], rtol=1e-15)
-    np.testing.assert_array_equal(idx, [[1, 2], [2, 1]])
-    np.testing.assert_allclose(d, [[0.0, 2e307], [0.0, 2e307]], rtol=1e-15)
-
-
-def test_l2_standardising_values_past_float64_warns_nothing() -> None:
-    enc = TableEncoder(Schema(("x",), ("x",), ())).fit(pd.DataFrame({"x": [-1e308, -1e308]}), nan="match")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        index = fit_on("l2", enc, pd.DataFrame({"x": [1.5e308, 0.0]}))
-        index.prepare(pd.DataFrame({"x": [1e308]}))
-
-
-def test_l2_one_value_beyond_float64_against_a_finite_one_is_finite() -> None:
-    enc = TableEncoder(Schema(("x",), ("x",), ())).fit(pd.DataFrame({"x": [-1e308, -1e308]}), nan="match")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        index = fit_on("l2", enc, pd.DataFrame({"x": [-1e308, 0.7e308]}))  # standardised 0 and 1.7e308
-        prepared = index.prepare(pd.DataFrame({"x": [1e308]}))
-        got = index.distance_.pair_distances(prepared, np.zeros(2, dtype=int), np.arange(2))
-        idx, _ = index.kneighbors(prepared, k=1)
-        # the other way round: the reference row past float64, the query finite
-        far_ref = fit_on("l2", enc, pd.DataFrame({"x": [1e308, -1e308]}))
-        back = far_ref.distance_.pair_distances(
-            far_ref.prepare(pd.DataFrame({"x": [0.7e308]})), np.zeros(2, int), np.arange(2)
-        )
-    # 2e308 from row 0 (beyond float64: inf); 1e308 - 0.7e308 from row 1
-    np.testing.assert_allclose(got, [np.inf, 3e307], rtol=1e-15)
-    assert idx[0, 0] == 1
-    np.testing.assert_allclose(back, [3e307, 1.7e308], rtol=1e-15)
+    np.testing.assert_array_equal(got, [5e14, 0.0, 3e14])
+    np.testing.assert_array_equal(idx, [[1, 2], [2, 0]])
+    np.testing.assert_array_equal(d, [[0.0, 3e14], [0.0, 2e14]])

@@ -30,6 +30,8 @@ class TableEncoder:
     * ``categories_[col]``: sorted canonical category strings seen in training;
     * ``min_``, ``max_``, ``range_``, ``mean_``, ``std_``: per numerical column (NaN ignored;
       a constant column has range 0 and std 0, which every encoding treats as "no spread");
+      plain numpy statistics, exact as written for tables inside the value domain
+      (:data:`tabmem.data.schema.MAX_MAGNITUDE`), which :meth:`fit` and :meth:`validate` enforce;
     * :meth:`numeric` gives raw float64 values, :meth:`codes` integer category codes
       (``-1`` for a category unseen in training, which matches nothing).
     """
@@ -49,13 +51,12 @@ class TableEncoder:
             if num.shape[0] and num.shape[1]:
                 self.min_ = np.nanmin(num, axis=0) if num.size else np.zeros(0)
                 self.max_ = np.nanmax(num, axis=0)
-                self.mean_, self.std_ = _mean_std(num, np.maximum(np.abs(self.min_), np.abs(self.max_)))
+                self.mean_, self.std_ = np.nanmean(num, axis=0), np.nanstd(num, axis=0)
             else:
                 self.min_ = self.max_ = self.mean_ = self.std_ = np.zeros(num.shape[1])
         for arr in (self.min_, self.max_, self.mean_, self.std_):
             arr[np.isnan(arr)] = 0.0  # an all-NaN column: no spread
-        with np.errstate(over="ignore"):  # a spread beyond float64 is inf, and says so without a warning
-            self.range_ = self.max_ - self.min_
+        self.range_ = self.max_ - self.min_
         self.n_train_ = len(clean)
         return self
 
@@ -169,14 +170,12 @@ class TableEncoder:
     def standardized(self, clean: pd.DataFrame) -> np.ndarray:
         """(x - mean) / std per numerical column with training statistics (std 0 -> 1)."""
         std = np.where(self.std_ > 0, self.std_, 1.0)
-        with np.errstate(over="ignore"):  # a value far outside the training range scales to +-inf, silently
-            return (self.numeric(clean) - self.mean_) / std
+        return (self.numeric(clean) - self.mean_) / std
 
     def range_scaled(self, clean: pd.DataFrame) -> np.ndarray:
         """(x - min) / range per numerical column with training statistics (range 0 -> 1)."""
         rng = np.where(self.range_ > 0, self.range_, 1.0)
-        with np.errstate(over="ignore"):  # a value far outside the training range scales to +-inf, silently
-            return (self.numeric(clean) - self.min_) / rng
+        return (self.numeric(clean) - self.min_) / rng
 
     def one_hot(self, clean: pd.DataFrame, *, scale: float = 1.0, dtype: type = np.float64) -> np.ndarray:
         """One-hot of the categorical columns in training category order; unseen rows are all 0."""
@@ -196,24 +195,3 @@ def _float64(values: Any) -> np.ndarray:
     if hasattr(values, "detach"):  # a torch tensor, without importing torch here
         values = values.detach().cpu().numpy()
     return np.array(values, dtype=np.float64).reshape(-1)
-
-
-def _mean_std(num: np.ndarray, maxabs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-column ``nanmean`` and ``nanstd`` that neither overflow nor underflow.
-
-    A column whose largest magnitude lies outside ``[2**-500, 2**500]`` is multiplied by a
-    power of two first (exact) and the statistics are scaled back: the sums and squares of
-    ``nanmean``/``nanstd`` then stay finite and normal (a column of values near 1e300 has a
-    finite mean and standard deviation; one of values near 1e-300 a nonzero one). Every other
-    column gets exactly the plain ``nanmean``/``nanstd`` (same bits).
-    """
-    with np.errstate(all="ignore"):
-        mean = np.nanmean(num, axis=0)
-        std = np.nanstd(num, axis=0)
-        extreme = np.isfinite(maxabs) & (maxabs > 0) & ((maxabs > 2.0**500) | (maxabs < 2.0**-500))
-        for c in np.flatnonzero(extreme):
-            shift = int(np.frexp(maxabs[c])[1])
-            scaled = np.ldexp(num[:, c], -shift)
-            mean[c] = np.ldexp(np.nanmean(scaled), shift)
-            std[c] = np.ldexp(np.nanstd(scaled), shift)
-    return mean, std

@@ -23,6 +23,11 @@ switch to categorical: fix the cells, or name the column categorical (``categori
 The target's kind decides the task: categorical with 2 levels ``binclass``, more
 ``multiclass``; numerical ``regression``.
 
+Numerical values must lie in the *value domain*: 0 or ``1e-100 <= |x| <= 1e15``
+(:data:`MAX_MAGNITUDE`, :data:`MIN_MAGNITUDE`; ``docs/neighbors.md``). :func:`validate` refuses a
+value outside it with one line naming the table, the column, the first row and its magnitude,
+since every consumer (distances, encoders, generators, metrics) is exact only inside it.
+
 Categorical values are compared as *canonical strings* (see :func:`canonical_category`):
 ``1``, ``1.0``, ``"1"`` and ``np.int64(1)`` are the same category, ``True`` is ``"True"``, and a
 missing value is the category ``"<NA>"``. This removes the dtype trap of the papers' code
@@ -47,6 +52,12 @@ NA_CATEGORY = "<NA>"
 NanPolicy = Literal["error", "drop", "match"]
 UnseenPolicy = Literal["error", "drop", "mismatch"]
 ExtraPolicy = Literal["error", "ignore"]
+#: The value domain (``docs/neighbors.md``): every numerical value is 0 or has a magnitude in
+#: ``[MIN_MAGNITUDE, MAX_MAGNITUDE]``. :func:`validate` refuses anything else, so every scaled
+#: value, difference, square and sum of squares the distances and encoders compute stays a
+#: normal float64 (no overflow, no underflow): the float64 formulas are then exact as written.
+MAX_MAGNITUDE = 1e15
+MIN_MAGNITUDE = 1e-100
 
 
 def canonical_category(value: Any) -> str:
@@ -604,6 +615,9 @@ def _validate_raw(
                 problems.append(
                     f"column {col!r} has {int(inf.sum())} infinite value(s) (first rows: {_head(np.flatnonzero(inf))})"
                 )
+            problem = _magnitude_problem(col, arr)
+            if problem:
+                problems.append(problem)
             nan_rows = np.isnan(arr)
             if nan_rows.any():
                 if nan == "error":
@@ -626,6 +640,27 @@ def _validate_raw(
         if len(clean) == 0:
             raise SchemaError(name, ["no rows left after dropping rows with missing values or unseen categories"])
     return clean
+
+
+def _magnitude_problem(col: str, values: np.ndarray) -> str | None:
+    """The one line refusing finite values outside the value domain (first row, its magnitude), or None."""
+    mag = np.abs(values)
+    with np.errstate(invalid="ignore"):
+        outside = np.isfinite(mag) & ((mag > MAX_MAGNITUDE) | ((mag < MIN_MAGNITUDE) & (mag > 0)))
+    if not outside.any():
+        return None
+    rows = np.flatnonzero(outside)
+    more = f" ({len(rows)} rows outside, first rows: {_head(rows)})" if len(rows) > 1 else ""
+    return (
+        f"column {col!r} row {rows[0]} holds a value of magnitude {_e(mag[rows[0]], 3)}, outside the value domain "
+        f"(0 or {_e(MIN_MAGNITUDE)} <= |x| <= {_e(MAX_MAGNITUDE)}){more}; rescale the column (e.g. to thousands, or log), "
+        "or declare it categorical if it is an identifier"
+    )
+
+
+def _e(value: float, digits: int = 1) -> str:
+    """``1e15``, ``2.5e-120``: ``g`` format with ``digits`` significant digits, without ``+`` in the exponent."""
+    return f"{value:.{digits}g}".replace("e+", "e")
 
 
 def _head(rows: np.ndarray, k: int = 5) -> str:

@@ -92,9 +92,7 @@ FORMAT = "tabmem-generator"
 #: format 1 (float64 tensors, no category levels) is still read.
 FORMAT_VERSION = 2
 _DEFAULT_SAMPLE_BATCH = 10_000
-#: largest numerical magnitude a generator trains on: every generator normalises columns with
-#: sums of squares or interpolations that overflow float64 beyond about 1e154
-MAX_MAGNITUDE = 1e150
+
 
 __all__ = [
     "TabularGenerator",
@@ -104,8 +102,6 @@ __all__ = [
     "available_generators",
     "load_generator",
     "resolve_device",
-    "check_magnitudes",
-    "MAX_MAGNITUDE",
 ]
 
 
@@ -144,29 +140,6 @@ def resolve_device(device: str | None) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise TabmemError(f"device={device!r} requested but CUDA is not available on this machine")
     return dev
-
-
-def check_magnitudes(table: ValidatedTable) -> None:
-    """Refuse, up front and naming the column and the first row, numerical values a generator cannot model.
-
-    Beyond :data:`MAX_MAGNITUDE` the normalisations overflow (TVAE/CTGAN's mode-specific
-    normalisation squares values; TabDDPM's quantile inverse interpolates across them), and the
-    failure would otherwise surface after training as infinite synthetic values.
-    """
-    problems = []
-    for col in table.schema.numerical:
-        values = table.data[col].to_numpy(dtype=np.float64)
-        with np.errstate(invalid="ignore"):
-            big = np.abs(values) > MAX_MAGNITUDE
-        if big.any():
-            rows = table.data.index.to_numpy()[big]
-            peak = float(np.nanmax(np.abs(values)))
-            problems.append(
-                f"column {col!r} holds values up to {peak:.3g} in magnitude ({int(big.sum())} row(s), first row {rows[0]}); "
-                f"generators model |x| <= {MAX_MAGNITUDE:g}: rescale the column before training"
-            )
-    if problems:
-        raise TabmemError("training table: " + "; ".join(problems))
 
 
 def _atomic_torch_save(obj: Any, path: Path) -> None:
@@ -322,7 +295,6 @@ class TabularGenerator(Params):
         table = validate(train, schema, name="training", nan="error")  # once; a ValidatedTable is used as is
         if len(table) < 2:
             raise TabmemError(f"fit: the training table needs at least 2 rows, got {len(table)}")
-        check_magnitudes(table)
         self.device_ = resolve_device(getattr(self, "device", "auto"))
         self._record_training_meta(table)
 

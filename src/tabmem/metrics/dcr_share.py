@@ -29,7 +29,7 @@ from tabmem._checks import check_n_jobs, check_positive_int
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
-from tabmem.neighbors.distances import EPS32, Block, Distance, Queries, _far_gaps, _overflowed
+from tabmem.neighbors.distances import EPS32, Block, Distance, Queries
 from tabmem.neighbors.index import NeighborIndex
 
 _TAME = 2.0**40  # magnitude (in training ranges) beyond which a query row is evaluated exactly
@@ -43,17 +43,15 @@ class TabSynL1Distance(Distance):
     def prepare(self, clean: pd.DataFrame, *, fitting: bool = False) -> Queries:
         enc = self.encoder_
         self._rng = rng = np.where(enc.range_ > 0, enc.range_, 1.0)
-        raw = enc.numeric(clean)
-        with np.errstate(over="ignore"):  # beyond float64 once scaled: compared in raw units (pair_distances)
-            num = raw / rng
+        num = enc.numeric(clean) / rng  # at most ~1e131 inside the value domain: finite
         onehot = (
             enc.one_hot(clean, dtype=np.float32) if enc.schema.categorical else np.zeros((len(clean), 0), np.float32)
         )
-        q = Queries(num=num, miss=np.isnan(num), onehot=onehot, codes=enc.codes(clean), raw=_overflowed(num, raw))
-        # rows far outside the training range (a synthetic 1e308) cannot be bounded in float32:
+        q = Queries(num=num, miss=np.isnan(num), onehot=onehot, codes=enc.codes(clean))
+        # rows far outside the training range (a synthetic 1e12 against ranges near 1) cannot be bounded in float32:
         # they take the exact float64 path against every reference row (as L2Distance's)
         absmax = np.abs(num).max(axis=1) if num.shape[1] else np.zeros(len(num))
-        q.tame = np.isfinite(absmax) & (absmax <= _TAME)
+        q.tame = absmax <= _TAME
         fast = num if q.tame.all() else np.where(q.tame[:, None], num, 0.0)
         q.aug = fast.astype(np.float32)
         q.ones = onehot.sum(axis=1).astype(np.float32)  # type: ignore[attr-defined]
@@ -97,9 +95,8 @@ class TabSynL1Distance(Distance):
         if len(self._wild_refs):
             num = q.num[rows]
             q_abs = np.abs(num).max(axis=1) if num.shape[1] else np.zeros(n_rows)
-            with np.errstate(over="ignore", invalid="ignore"):
-                low = np.minimum(np.maximum(self._wild_abs[None, :] - q_abs[:, None], 0.0) * (1 - 1e-6), 1e38)
-            key[:, self._wild_refs] = np.nan_to_num(low, nan=0.0)  # below float32's max: finite lower bounds
+            low = np.minimum(np.maximum(self._wild_abs[None, :] - q_abs[:, None], 0.0) * (1 - 1e-6), 1e38)
+            key[:, self._wild_refs] = low  # below float32's max: finite lower bounds
         qi = np.arange(rows.start, rows.start + n_rows)
 
         def exact(local_rows: np.ndarray, refs: np.ndarray) -> np.ndarray:
@@ -111,14 +108,7 @@ class TabSynL1Distance(Distance):
         return Block(key=key, margin=margin, exact=exact, key_to_distance=identity, distance_to_key=identity)
 
     def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
-        a, b = q.num[q_idx], self.ref_.num[r_idx]
-        with np.errstate(over="ignore", invalid="ignore"):
-            diff = a - b
-        if q.raw is not None or self.ref_.raw is not None:  # values beyond float64 once scaled
-            r, c, gap = _far_gaps(q, self.ref_, q_idx, r_idx, a, b, self._rng, np.zeros(len(self._rng)))
-            diff[r, c] = gap
-        with np.errstate(over="ignore"):
-            num = np.abs(diff).sum(axis=1)
+        num = np.abs(q.num[q_idx] - self.ref_.num[r_idx]).sum(axis=1)
         qo, ro = q.onehot[q_idx].astype(np.float64), self.ref_.onehot[r_idx].astype(np.float64)
         return num + np.abs(qo - ro).sum(axis=1)
 

@@ -18,8 +18,9 @@ privacy risk (SDMetrics#934). The search
 4. proves the result: every other reference row has an exact key of at least
    ``(k+1)-th approximate key - margin``; rows where that bound does not clear the k-th exact
    distance (near-ties, duplicated reference rows) are recomputed exactly against all rows;
-   a row whose margin is infinite (its fast keys carry no information, e.g. values far
-   beyond the reference's magnitude) is evaluated exactly against every reference row.
+   a row whose margin is infinite (its fast keys carry no information: a value beyond
+   ``2^40`` reference spreads, inside the value domain) is evaluated exactly against every
+   reference row.
 
 Memory is bounded by ``memory_budget`` whatever the table sizes; blocks run on ``n_jobs``
 threads (numpy and BLAS release the GIL; the library's one rule, :mod:`tabmem._checks`:

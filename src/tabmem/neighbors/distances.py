@@ -29,21 +29,19 @@ Missing numerical values (only with ``nan="match"``): ``gower`` follows SDMetric
 Missing categorical values are the category ``"<NA>"`` (NaN matches NaN). A category unseen
 in the reference table mismatches every reference row.
 
-Every finite float64 (exactness at extreme magnitudes)
-------------------------------------------------------
-The exact values are the float64 formulas above, evaluated so that no intermediate overflows
-or underflows: a Euclidean norm is computed as ``2^E * sqrt(sum (d_c / 2^E)^2)`` with ``2^E``
-the largest ``|d_c|`` of that pair rounded to a power of two (:func:`norm_rows`), and a
-difference ``x - t`` that overflows is taken as ``2 (x/2 - t/2)``. Multiplying by a power of
-two is exact (no rounding) unless the result is subnormal, and every float64 operation
-commutes with it, so **wherever the plain formula neither overflows nor underflows this gives
-exactly its bits**; elsewhere it gives the true value where the plain formula gives ``inf``,
-``nan`` or 0. ``fang2024``'s ``ê`` is a ratio of differences of norms of one query row, so
-evaluating that row's norms in any frame ``2^-F`` (all multiplied by the same power of two)
-leaves ``ê`` unchanged, bit for bit: the search picks the frame that keeps its fast pass in
-range and falls back to the exact formula (against every reference row) for the rare query
-rows outside the range the fast pass can bound (``Queries.tame``). Statistics of the
-reference (means, standard deviations) are overflow-safe too (:class:`TableEncoder`).
+Value domain and exactness
+--------------------------
+Every table reaches a distance through :func:`tabmem.data.schema.validate`, which refuses
+numerical values outside the value domain: 0 or ``1e-100 <= |x| <= 1e15``
+(``docs/neighbors.md``). Inside it no scaled value, difference, square or sum of squares
+computed here (nor the encoder's means, standard deviations and ranges) overflows or leaves the
+normal float64 range: a nonzero difference of two values is at least about ``1e-116``, a
+scaled value at most about ``1e136``. The exact values are therefore the float64 formulas above
+as written (``fang2024``: the papers' ``((t - x) ** 2).sum(axis=1)`` column by column, bit for
+bit), and the blocked search returns exactly what a float64 brute force of them returns. The
+fast passes stay float32 with rigorous per-row bounds; a query row whose scaled values leave
+the range those bounds cover (``2^40``, far outside the reference's spread but inside the
+domain) is evaluated exactly against every reference row (``Queries.tame``).
 """
 
 from __future__ import annotations
@@ -78,8 +76,6 @@ __all__ = [
 EPS32 = float(np.finfo(np.float32).eps)
 EPS64 = float(np.finfo(np.float64).eps)
 _TILE_BYTES = 1 << 20  # float64 working tile of the element-wise passes (stays in L2 cache)
-_FANG_FRAME = 50  # reference rows' centred magnitudes are scaled to at most 2**50 in the fast pass
-_FANG_TAME = 2.0**100  # query rows beyond this (in that frame) take the exact fallback
 _L2_TAME = 2.0**40  # l2 feature magnitude beyond which a query row takes the exact fallback
 
 
@@ -88,110 +84,21 @@ def get_distance(name: str) -> "Distance":
     return DISTANCES.create(name)
 
 
-def norm_rows(diff: np.ndarray, shift: np.ndarray | int = 0, *, columns_in_order: bool = False) -> np.ndarray:
-    """``||diff_i||_2 * 2**-shift`` per row, without intermediate overflow or underflow.
+def norm_rows(diff: np.ndarray, *, columns_in_order: bool = False) -> np.ndarray:
+    """``||diff_i||_2`` per row: ``sqrt`` of the sum of squares, as written (exact inside the value domain).
 
-    Each row is divided by the power of two ``2^E`` nearest above its largest magnitude, so its
-    squares lie in ``(0, 1]`` times the number of columns; ``sqrt`` of the scaled sum is then
-    multiplied back by ``2^(E - shift)``. Powers of two scale exactly, so where
-    ``sqrt(sum(diff**2))`` neither overflows nor underflows this is that value times
-    ``2**-shift`` bit for bit (module docstring); otherwise it is the correctly scaled norm
-    (``inf`` only when the norm itself exceeds the float64 range in the requested frame).
     ``columns_in_order`` sums the squares column after column, left to right (the order of the
     papers' pandas ``((t - x) ** 2).sum(axis=1)``); otherwise ``einsum`` sums them.
     """
     n, k = diff.shape
     if k == 0:
         return np.zeros(n)
-    with np.errstate(all="ignore"):
-        big = np.max(np.abs(diff), axis=1)
-        if columns_in_order and bool(np.all((big <= 2.0**500) & ((big >= 2.0**-500) | (big == 0)))):
-            # no square can overflow, and none that matters can underflow: the plain sum has the
-            # same bits as the scaled one (a power of two commutes with every operation)
-            total = diff[:, 0] * diff[:, 0]
-            for c in range(1, k):
-                total += diff[:, c] * diff[:, c]
-            return np.ldexp(np.sqrt(total), -np.asarray(shift))
-        expo = np.frexp(big)[1]
-        scaled = np.ldexp(diff, -expo[:, None])
-        if columns_in_order:
-            total = scaled[:, 0] * scaled[:, 0]
-            for c in range(1, k):
-                total += scaled[:, c] * scaled[:, c]
-        else:
-            total = np.einsum("ij,ij->i", scaled, scaled)
-        return np.ldexp(np.sqrt(total), expo - shift)
-
-
-def _safe_diff(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``a - b`` and an exponent per row: rows whose difference overflows hold ``a/2 - b/2`` and 1."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        d = a - b
-    up = np.zeros(d.shape[0], dtype=np.int64)
-    bad = ~np.isfinite(d).all(axis=1) if d.shape[1] else np.zeros(d.shape[0], bool)
-    if bad.any():
-        d[bad] = np.ldexp(a[bad], -1) - np.ldexp(b[bad], -1)
-        up[bad] = 1
-    return d, up
-
-
-def _affine(x: np.ndarray, shift: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """``(x - shift) / scale`` per column; where ``x - shift`` overflows, ``(x/4 - shift/4) / (scale/4)``.
-
-    Equal to the plain formula wherever that is finite; the quarter frame only serves values
-    whose difference exceeds the float64 range (their quotient may still be representable).
-    """
-    with np.errstate(over="ignore", invalid="ignore"):
-        d = x - shift
-        out = d / scale
-    bad = ~np.isfinite(d) & np.isfinite(x)
-    if bad.any():
-        r, c = np.nonzero(bad)
-        with np.errstate(over="ignore"):  # a quotient beyond float64 is inf, its correct rounding
-            out[r, c] = (np.ldexp(x[r, c], -2) - np.ldexp(shift[c], -2)) / np.ldexp(scale[c], -2)
-    return out
-
-
-def _overflowed(scaled: np.ndarray, raw: np.ndarray) -> np.ndarray | None:
-    """``raw`` when some finite raw value scales past float64 (needed to compare such values exactly)."""
-    return raw if np.isinf(scaled).any() else None
-
-
-def _far_gaps(
-    q: "Queries",
-    ref: "Queries",
-    q_idx: np.ndarray,
-    r_idx: np.ndarray,
-    a: np.ndarray,
-    b: np.ndarray,
-    scale: np.ndarray,
-    shift: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``a - b`` for the pairs (rows ``r``, columns ``c``) where a scaled value overflowed to inf.
-
-    ``a``/``b`` are the scaled values ``(raw - shift) / scale`` of the pairs (query, reference);
-    the raw values of an overflowing side are in its ``Queries.raw``. Both sides past float64:
-    ``(raw_a - raw_b) / scale`` (equal values at 0, not nan); one side: the difference taken in a
-    quarter frame, so a value just past float64 against a finite one keeps its finite gap.
-    """
-    r, c = np.nonzero(np.isinf(a) | np.isinf(b))
-    av, bv = a[r, c], b[r, c]
-    with np.errstate(over="ignore", invalid="ignore"):
-        gap = av - bv
-        inf_a, inf_b = np.isinf(av), np.isinf(bv)
-        both = inf_a & inf_b
-        if both.any():
-            ra, rb = q.raw[q_idx[r[both]], c[both]], ref.raw[r_idx[r[both]], c[both]]  # type: ignore[index]
-            gap[both] = np.where(ra == rb, 0.0, (ra - rb) / scale[c[both]])
-        for side, raws, rows, other, sign in (
-            (inf_a & ~inf_b, q.raw, q_idx, bv, 1.0),
-            (inf_b & ~inf_a, ref.raw, r_idx, av, -1.0),
-        ):
-            if side.any():
-                cc = c[side]
-                quarter = (np.ldexp(raws[rows[r[side]], cc], -2) - np.ldexp(shift[cc], -2)) / scale[cc]  # type: ignore[index]
-                gap[side] = sign * np.ldexp(quarter - np.ldexp(other[side], -2), 2)
-    return r, c, gap
+    if columns_in_order:
+        total = diff[:, 0] * diff[:, 0]
+        for c in range(1, k):
+            total += diff[:, c] * diff[:, c]
+        return np.sqrt(total)
+    return np.sqrt(np.einsum("ij,ij->i", diff, diff))
 
 
 @dataclass
@@ -206,8 +113,7 @@ class Queries:
     tame: np.ndarray | None = None  # bool (n,): rows the fast pass can bound (None: all)
     feats: np.ndarray | None = None  # l2: float64 features
     sq: np.ndarray | None = None  # l2: squared feature norms
-    unorm: np.ndarray | None = None  # fang2024: norm of the centred, framed row
-    raw: np.ndarray | None = None  # gower/l2: raw numericals, kept only when a scaled value overflows
+    unorm: np.ndarray | None = None  # fang2024: norm of the centred row
 
     def __len__(self) -> int:
         return self.num.shape[0]
@@ -412,11 +318,11 @@ register_distance = DISTANCES.register
 class Fang2024Distance(Distance):
     """The memorization papers' distance (see module docstring).
 
-    Fast pass, per query row ``i`` (all in the *frame* ``2^-g`` fixed at fit time, which puts
-    the reference rows' centred values at magnitude ``<= 2^50``; ``c`` is the reference mean):
+    Fast pass, per query row ``i`` (``c`` is the reference mean; inside the value domain nothing
+    below overflows or underflows, module docstring):
 
-    1. ``ū = (x - c) 2^-g`` and ``v̄ = (t - c) 2^-g`` rounded to float64 (``|error| <= eps/2 |ū|``
-       per column, plus an absolute ``2^-1072-g`` from halving subnormals); the float64 GEMM
+    1. ``ū = x - c`` and ``v̄ = t - c`` rounded to float64 (``|error| <= eps/2 |ū|`` per
+       column); the float64 GEMM
        ``S̄ = |ū|^2 + |v̄|^2 - 2 ū.v̄`` has ``|S̄ - |ū - v̄|^2| <= E_i := (2k+3) eps (|ū_i| + V)^2``
        (``k + 2`` products, ``V = max_j |v̄_j|``; the precomputed squared norms add ``k eps``
        each; ``eps`` here is float64's machine epsilon, twice the unit roundoff, so the
@@ -426,7 +332,8 @@ class Fang2024Distance(Distance):
        float64 exact formula's own rounding is ``<= (k + 4) eps e`` and the float32 rounding of
        ``ē`` is ``<= eps32/2 ē`` (+ ``2^-149`` if subnormal). So every float32 ``e32`` is within
        ``D(e32) = min(sqrt(E), E/x_lo) + A + ((k+4) eps + eps32/2) x_hi + 2^-140`` of the exact
-       value in the frame (``x_lo``/``x_hi`` bound ``ē`` from ``e32``). ``x - D(x)`` and
+       value (``x_lo``/``x_hi`` bound ``ē`` from ``e32``; the absolute ``2^-140`` covers a
+       float32 subnormal). ``x - D(x)`` and
        ``x + D(x)`` increase with ``x``, so the row minimum is certain as soon as the runner-up
        ``r`` satisfies ``r - D(r) > e32_min + D(e32_min)`` (likewise the maximum); otherwise
        every row in that band is evaluated exactly. The per-element bound keeps this band
@@ -437,27 +344,19 @@ class Fang2024Distance(Distance):
        ``<= n_cat eps32/2 sp``. ``margin`` is the sum of these bounds plus ``16 eps (e_max +
        (n_cat + 1) sp)`` for the float64 mapping between keys and distances.
 
-    Query rows whose framed values exceed ``2^100`` (values far outside the reference's
-    magnitude, e.g. ``1e160`` against Adult) are not tame: the search evaluates them exactly
-    against every reference row, in a frame chosen for that row.
+    Inside the value domain ``|ū| <= 2e15``, so ``ē`` fits float32 and every query row is
+    bounded by the fast pass (no exact fallback).
     """
 
     def prepare(self, clean: pd.DataFrame, *, fitting: bool = False) -> Queries:
         enc = self.encoder_
         raw = enc.numeric(clean)
         q = self._base_prepare(clean, raw, indicators=True)
-        with np.errstate(invalid="ignore"):
-            q.num = np.where(q.miss, enc.mean_, raw)  # raw values, NaN -> reference mean
-        k = q.num.shape[1]
+        q.num = np.where(q.miss, enc.mean_, raw)  # raw values, NaN -> reference mean
         if fitting:
-            self._set_frame(q.num)
-        # centred (halves: never overflows) and put in the frame 2^-g
-        half = np.ldexp(q.num, -1) - np.ldexp(self._centre, -1)
-        with np.errstate(over="ignore", invalid="ignore"):
-            u = np.ldexp(half, 1 - self._g)
-            absmax = np.abs(u).max(axis=1) if k else np.zeros(len(u))
-        q.tame = np.isfinite(absmax) & (absmax <= _FANG_TAME)
-        u[~q.tame] = 0.0
+            self._k = q.num.shape[1]
+            self._centre = np.asarray(enc.mean_, dtype=np.float64).copy()
+        u = q.num - self._centre
         sq = np.einsum("ij,ij->i", u, u)
         q.unorm = np.sqrt(sq)
         if fitting:
@@ -466,34 +365,17 @@ class Fang2024Distance(Distance):
             q.aug = np.column_stack([-2.0 * u, sq, np.ones(len(u))])
         return q
 
-    def _set_frame(self, ref_num: np.ndarray) -> None:
-        k = ref_num.shape[1]
-        self._k = k
-        self._centre = np.asarray(self.encoder_.mean_, dtype=np.float64).copy() if k else np.zeros(0)
-        if k == 0 or len(ref_num) == 0:
-            self._g, self._ref_expo = 0, 0
-            return
-        half = np.abs(np.ldexp(ref_num, -1) - np.ldexp(self._centre, -1)).max()
-        self._g = int(np.frexp(half)[1]) + 1 - _FANG_FRAME if half > 0 else 0
-        self._ref_expo = int(np.frexp(np.abs(ref_num).max())[1])
-
     def _fit_extra(self) -> None:
         ref = self.ref_
         self._vmax = float(ref.unorm.max()) if len(ref) else 0.0  # type: ignore[union-attr]
-        self._ref_aug_t = np.ascontiguousarray(ref.aug.T) if ref.aug is not None else None
+        self._ref_aug_t = np.ascontiguousarray(ref.aug.T)  # type: ignore[union-attr]
 
     # ------------------------------------------------------------- exact values
-    def _exact_e(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray, shift: np.ndarray | int) -> np.ndarray:
-        """Exact ``e`` of pairs in the frame ``2^-shift`` (module docstring)."""
+    def _exact_e(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
+        """Exact ``e`` of pairs: the papers' norm of raw differences, summed column by column."""
         if self._k == 0:
             return np.zeros(len(q_idx))
-        d, up = _safe_diff(q.num[q_idx], self.ref_.num[r_idx])
-        return norm_rows(d, np.asarray(shift) - up, columns_in_order=True)
-
-    def _row_frame(self, q: Queries, i: int) -> int:
-        """Frame of a non-tame query row: its values and the reference's at magnitude <= 2^500."""
-        row_expo = int(np.frexp(np.abs(q.num[i]).max())[1]) if self._k else 0
-        return max(row_expo, self._ref_expo) - 500
+        return norm_rows(q.num[q_idx] - self.ref_.num[r_idx], columns_in_order=True)
 
     def _bound(self, x: np.ndarray, big_e: np.ndarray, a: np.ndarray) -> np.ndarray:
         """``D(x)``: bound on ``|e32 - e_exact|`` for a float32 value ``x`` (class docstring)."""
@@ -521,19 +403,18 @@ class Fang2024Distance(Distance):
             near = np.minimum(np.sqrt(big_e), np.where(x > 0, big_e / x, np.inf))
         return near + a + (self._k + 4) * EPS64 * 1.01 * x + 2.0**-1000
 
-    def _extremes(self, q: Queries, rows: slice, qi: np.ndarray, tame: np.ndarray):
-        """Exact min and max over all reference rows of ``e`` per query row, and each row's frame.
+    def _extremes(self, q: Queries, rows: slice, qi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact min and max over all reference rows of ``e`` per query row.
 
         One pass of float64 GEMM tiles (kept in cache) takes each tile's min and max per row; the
         best tile of each row is evaluated again for the arg-extreme and the runner-up inside it
         (the best of the other tiles is the runner-up outside). The extreme is certain when the
         runner-up is separated by the bound (class docstring, without the float32 terms),
-        otherwise that row's band is evaluated exactly. Rows that are not tame are evaluated exactly against every reference row.
+        otherwise that row's band is evaluated exactly.
         """
         n = self.n_ref
         b = q.aug[rows]  # type: ignore[index]
         n_rows = b.shape[0]
-        shift = np.full(n_rows, self._g, dtype=np.int64)
         emin, emax = np.zeros(n_rows), np.zeros(n_rows)
         if self._k:
             # pass 1: each tile's min and max per row; best tile and the best of the other tiles
@@ -573,15 +454,15 @@ class Fang2024Distance(Distance):
                         hi2[sel] = np.maximum(hi2[sel], s.max(axis=1))
             un = q.unorm[rows]  # type: ignore[index]
             big_e = (2 * self._k + 3) * EPS64 * (un + self._vmax) ** 2 * 1.01
-            a = EPS64 * (un + self._vmax) + 4.0 * np.sqrt(self._k) * np.ldexp(1.0, -1072 - self._g)
-            emin = self._exact_e(q, qi, lo_arg, shift)
-            emax = self._exact_e(q, qi, hi_arg, shift)
+            a = EPS64 * (un + self._vmax)
+            emin = self._exact_e(q, qi, lo_arg)
+            emax = self._exact_e(q, qi, hi_arg)
             with np.errstate(invalid="ignore"):
                 e = [np.sqrt(np.maximum(x, 0.0)) for x in (lo1, lo2, hi1, hi2)]
                 unsure_lo = e[1] - self._bound64(e[1], big_e, a) <= e[0] + self._bound64(e[0], big_e, a)
                 unsure_hi = e[3] + self._bound64(e[3], big_e, a) >= e[2] - self._bound64(e[2], big_e, a)
-            unsure_lo &= np.isfinite(lo2) & tame
-            unsure_hi &= np.isfinite(hi2) & tame
+            unsure_lo &= np.isfinite(lo2)
+            unsure_hi &= np.isfinite(hi2)
             for i in np.flatnonzero(unsure_lo | unsure_hi):
                 row = np.sqrt(np.maximum(b[i] @ ref_t, 0.0))
                 d_row = self._bound64(row, big_e[i], a[i])
@@ -593,29 +474,25 @@ class Fang2024Distance(Distance):
                         band = np.flatnonzero(row - d_row <= best[i] + d_best)
                     else:
                         band = np.flatnonzero(row + d_row >= best[i] - d_best)
-                    vals = self._exact_e(q, np.full(len(band), qi[i]), band, shift[i])
+                    vals = self._exact_e(q, np.full(len(band), qi[i]), band)
                     if smallest:
                         emin[i] = vals.min()
                     else:
                         emax[i] = vals.max()
-        for i in np.flatnonzero(~tame):  # exact against every reference row, in the row's own frame
-            shift[i] = self._row_frame(q, qi[i])
-            e_all = self._exact_e(q, np.full(n, qi[i]), np.arange(n), shift[i])
-            emin[i], emax[i] = e_all.min(), e_all.max()
-        return emin, emax, shift
+        return emin, emax
 
     def pruned_block(self, q: Queries, rows: slice) -> PrunedBlock | None:
         if q.onehot.shape[1] == 0:
             return None
         n_rows = q.onehot[rows].shape[0]
         qi = np.arange(rows.start, rows.start + n_rows)
-        emin, emax, shift = self._extremes(q, rows, qi, q.tame[rows])  # type: ignore[index]
+        emin, emax = self._extremes(q, rows, qi)
         spread = emax - emin
         sp = np.where(spread > 0, spread, 1.0)
         m = float(self.n_columns_)
 
         def exact(local_rows: np.ndarray, refs: np.ndarray, h: np.ndarray) -> np.ndarray:
-            e_ex = self._exact_e(q, qi[local_rows], refs, shift[local_rows])
+            e_ex = self._exact_e(q, qi[local_rows], refs)
             return ((e_ex - emin[local_rows]) / sp[local_rows] + h) / m
 
         return PrunedBlock(matches=self._matches(q.onehot[rows], q.codes[rows]), exact=exact)
@@ -626,37 +503,28 @@ class Fang2024Distance(Distance):
         n_rows = b.shape[0]
         qi = np.arange(rows.start, rows.start + n_rows)
         r = np.arange(n_rows)
-        tame = q.tame[rows]  # type: ignore[index]
-        wild = np.flatnonzero(~tame)
-        shift = np.full(n_rows, self._g, dtype=np.int64)
         key = np.empty((n_rows, n), dtype=np.float32)
         if self._k:
             self._numeric_e(b, key)
             un = q.unorm[rows]  # type: ignore[index]
             big_e = (2 * self._k + 3) * EPS64 * (un + self._vmax) ** 2 * 1.01
-            a = EPS64 * (un + self._vmax) + 4.0 * np.sqrt(self._k) * np.ldexp(1.0, -1072 - self._g)
+            a = EPS64 * (un + self._vmax)
             jmin = key.argmin(axis=1)
             jmax = key.argmax(axis=1)
             emax32 = key[r, jmax].astype(np.float64)
             x_hi = emax32 * (1 + EPS32) + 2.0**-149
             delta = np.sqrt(big_e) + a + ((self._k + 4) * EPS64 + 0.5 * EPS32) * x_hi + 2.0**-140
-            emin = self._exact_extreme(q, qi, key, big_e, a, shift, tame, smallest=True, arg=jmin)
-            emax = self._exact_extreme(q, qi, key, big_e, a, shift, tame, smallest=False, arg=jmax)
+            emin = self._exact_extreme(q, qi, key, big_e, a, smallest=True, arg=jmin)
+            emax = self._exact_extreme(q, qi, key, big_e, a, smallest=False, arg=jmax)
         else:
             key.fill(0.0)
             emin, emax, delta = np.zeros(n_rows), np.zeros(n_rows), np.zeros(n_rows)
-        for i in wild:  # exact against every reference row, in the row's own frame
-            shift[i] = self._row_frame(q, qi[i])
-            e_all = self._exact_e(q, np.full(n, qi[i]), np.arange(n), shift[i])
-            emin[i], emax[i] = e_all.min(), e_all.max()
-            key[i] = 0.0
         spread = emax - emin
         sp = np.where(spread > 0, spread, 1.0)
         # key = e - spread * (categorical matches): the query row's d*M times spread, shifted,
         # so one fused GEMM (beta = 1) adds the categorical part; a zero spread counts as 1
         if q.onehot.shape[1]:
-            weight = np.where(tame, sp, 0.0).astype(np.float32)
-            self._subtract_matches(key, q.onehot[rows] * weight[:, None])
+            self._subtract_matches(key, q.onehot[rows] * sp.astype(np.float32)[:, None])
         n_cat = float(self.n_cat_total)
         margin = (
             delta
@@ -664,12 +532,11 @@ class Fang2024Distance(Distance):
             + n_cat * EPS32 * sp
             + 16 * EPS64 * (np.abs(emax) + (n_cat + 1.0) * sp)
         )
-        margin[wild] = np.inf
         m = float(self.n_columns_)
 
         def exact(local_rows: np.ndarray, refs: np.ndarray) -> np.ndarray:
             glob = qi[local_rows]
-            e_ex = self._exact_e(q, glob, refs, shift[local_rows])
+            e_ex = self._exact_e(q, glob, refs)
             ehat = (e_ex - emin[local_rows]) / sp[local_rows]
             return (ehat + self._mismatches(q, glob, refs)) / m
 
@@ -690,8 +557,6 @@ class Fang2024Distance(Distance):
         e: np.ndarray,
         big_e: np.ndarray,
         a: np.ndarray,
-        shift: np.ndarray,
-        tame: np.ndarray,
         *,
         smallest: bool,
         arg: np.ndarray,
@@ -708,14 +573,14 @@ class Fang2024Distance(Distance):
         e[r, arg] = np.inf if smallest else -np.inf
         runner = (e.min(axis=1) if smallest else e.max(axis=1)).astype(np.float64)
         e[r, arg] = saved
-        out = self._exact_e(q, qi, arg, shift)
+        out = self._exact_e(q, qi, arg)
         d_best = self._bound(best, big_e, a)
         with np.errstate(invalid="ignore"):
             if smallest:
                 unsure = runner - self._bound(runner, big_e, a) <= best + d_best
             else:
                 unsure = runner + self._bound(runner, big_e, a) >= best - d_best
-        unsure &= np.isfinite(runner) & tame  # rows that are not tame are evaluated in full anyway
+        unsure &= np.isfinite(runner)
         for i in np.flatnonzero(unsure):
             row = e[i].astype(np.float64)
             d_row = self._bound(row, big_e[i], a[i])
@@ -723,7 +588,7 @@ class Fang2024Distance(Distance):
                 band = np.flatnonzero(row - d_row <= best[i] + d_best[i])
             else:
                 band = np.flatnonzero(row + d_row >= best[i] - d_best[i])
-            vals = self._exact_e(q, np.full(len(band), qi[i]), band, shift[i])
+            vals = self._exact_e(q, np.full(len(band), qi[i]), band)
             out[i] = vals.min() if smallest else vals.max()
         return out
 
@@ -738,35 +603,20 @@ class GowerDistance(Distance):
     The fast pass sums ``min(|a - b|, 1)`` column by column in float32 on cache-sized tiles of
     reference rows (each term is at most 1, so the float32 sum of ``k`` terms and the GEMM that
     subtracts the ``n_cat`` matches are within ``(4k + 4) eps32 (k + n_cat)`` of the exact key).
-    Values are range-scaled in float64 first (``_affine``: no overflow however large), so a
-    query far outside the reference range is simply clipped at 1.
+    Values are range-scaled in float64 first, so a query far outside the reference range is
+    simply clipped at 1.
     """
 
     def prepare(self, clean: pd.DataFrame, *, fitting: bool = False) -> Queries:
         enc = self.encoder_
         raw = enc.numeric(clean)
         if fitting:
-            with np.errstate(over="ignore", invalid="ignore"):
-                rng = enc.max_ - enc.min_
-            huge = ~np.isfinite(rng)  # the range itself overflows: measure it in a quarter frame
-            rng = np.where(huge, np.ldexp(enc.max_, -2) - np.ldexp(enc.min_, -2), rng)
-            self._huge = huge
-            self._range = np.where(rng > 0, rng, np.inf)  # constant column: contributes 0
-        if self._huge.any():
-            x4 = np.where(self._huge, np.ldexp(raw, -2), raw)
-            lo = np.where(self._huge, np.ldexp(enc.min_, -2), enc.min_)
-            scaled = _affine(x4, lo, self._range)
-        else:
-            scaled = _affine(raw, enc.min_, self._range)
-        scaled = np.where(np.isfinite(self._range), scaled, 0.0)
-        raw_nan = np.isnan(raw)
+            self._range = np.where(enc.range_ > 0, enc.range_, np.inf)  # constant column: contributes 0
+        scaled = (raw - enc.min_) / self._range
         q = self._base_prepare(clean, scaled, indicators=False)
-        q.miss = raw_nan
-        q.num = np.where(raw_nan, np.nan, scaled)
-        q.raw = _overflowed(scaled, raw)
         # the fast pass sees values clamped to [-1, 2]: |a - b| clipped at 1 is unchanged when one side
         # lies in [0, 1] and only shrinks otherwise (keys stay lower bounds), and no float32 overflow
-        q.aug = np.clip(np.where(raw_nan, 0.0, scaled), -1.0, 2.0).astype(np.float32)
+        q.aug = np.clip(np.where(q.miss, 0.0, scaled), -1.0, 2.0).astype(np.float32)
         return q
 
     def _fit_extra(self) -> None:
@@ -840,9 +690,6 @@ class GowerDistance(Distance):
         a, t = q.num[q_idx], self.ref_.num[r_idx]
         with np.errstate(invalid="ignore"):
             part = np.minimum(np.abs(a - t), 1.0)
-        if q.raw is not None or self.ref_.raw is not None:  # values beyond float64 once scaled
-            r, c, gap = _far_gaps(q, self.ref_, q_idx, r_idx, a, t, self._range, self.encoder_.min_)
-            part[r, c] = np.minimum(np.abs(gap), 1.0)
         am, tm = np.isnan(a), np.isnan(t)
         part = np.where(am | tm, (am != tm).astype(np.float64), part)
         return (part.sum(axis=1) + h) / self.n_columns_
@@ -856,7 +703,8 @@ class L2Distance(Distance):
     """Euclidean distance on standardised numericals + one-hot categoricals / sqrt(2).
 
     Query rows with a feature beyond ``2^40`` in magnitude (values far outside the reference's
-    spread) would overflow or swamp the float32 product: they are evaluated exactly against
+    spread, which the value domain allows: up to about ``1e136``) would overflow or swamp the
+    float32 product: they are evaluated exactly against
     every reference row instead (``Queries.tame``).
     """
 
@@ -864,13 +712,12 @@ class L2Distance(Distance):
         enc = self.encoder_
         std = np.where(enc.std_ > 0, enc.std_, 1.0)
         raw = enc.numeric(clean)
-        z = _affine(raw, enc.mean_, std)
+        z = (raw - enc.mean_) / std
         q = self._base_prepare(clean, z, indicators=True)
-        q.raw = _overflowed(z, raw)
         q.num = np.where(q.miss, 0.0, z)
         feats = np.concatenate([q.num, q.onehot.astype(np.float64) / np.sqrt(2.0)], axis=1)
         absmax = np.abs(feats).max(axis=1) if feats.shape[1] else np.zeros(len(feats))
-        q.tame = np.isfinite(absmax) & (absmax <= _L2_TAME)
+        q.tame = absmax <= _L2_TAME
         fast = np.where(q.tame[:, None], feats, 0.0)
         sq = np.einsum("ij,ij->i", fast, fast)
         q.feats = feats
@@ -890,8 +737,6 @@ class L2Distance(Distance):
         self._wild_refs = np.flatnonzero(~ref.tame)  # type: ignore[operator]
         feats = ref.feats[self._wild_refs]  # type: ignore[index]
         self._wild_abs = np.abs(feats).max(axis=1) if feats.shape[1] else np.zeros(0)
-        std = self.encoder_.std_
-        self._std = np.where(std > 0, std, 1.0)
 
     def block(self, q: Queries, rows: slice) -> Block:
         key = q.aug[rows] @ self.ref_.aug.T  # type: ignore[index,union-attr]  # squared distances (float32)
@@ -904,10 +749,8 @@ class L2Distance(Distance):
         if len(self._wild_refs):
             feats = q.feats[rows]  # type: ignore[index]
             q_abs = np.abs(feats).max(axis=1) if feats.shape[1] else np.zeros(len(feats))
-            with np.errstate(over="ignore", invalid="ignore"):
-                gap = np.maximum(self._wild_abs[None, :] - q_abs[:, None], 0.0)
-                low = np.minimum(gap * gap * (1 - 1e-6), 1e38)  # below float32's max: a finite lower bound
-            key[:, self._wild_refs] = np.nan_to_num(low, nan=0.0)
+            gap = np.maximum(self._wild_abs[None, :] - q_abs[:, None], 0.0)
+            key[:, self._wild_refs] = np.minimum(gap * gap * (1 - 1e-6), 1e38)  # below float32's max
         qi = np.arange(rows.start, rows.start + key.shape[0])
 
         def exact(local_rows: np.ndarray, refs: np.ndarray) -> np.ndarray:
@@ -923,10 +766,4 @@ class L2Distance(Distance):
 
     def pair_distances(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray) -> np.ndarray:
         a, t = q.feats[q_idx], self.ref_.feats[r_idx]  # type: ignore[index]
-        with np.errstate(over="ignore", invalid="ignore"):
-            diff = a - t
-        if q.raw is not None or self.ref_.raw is not None:  # values beyond float64 once standardised
-            n = len(self._std)
-            r, c, gap = _far_gaps(q, self.ref_, q_idx, r_idx, a[:, :n], t[:, :n], self._std, self.encoder_.mean_)
-            diff[r, c] = gap
-        return norm_rows(diff)
+        return norm_rows(a - t)

@@ -5,7 +5,7 @@ detection, the synthetic table for DCR/MC, a holdout for DCR share, ...) and ans
 ``kneighbors(queries, k)`` exactly: the result equals a float64 brute force of the distance,
 ties broken by the lowest reference index, never an approximation and never a subsample of the
 reference side (:mod:`tabmem.neighbors.blocked` proves each answer). What is learned from the
-reference (encoder statistics, encoded rows, norms, the fast-pass frame) is computed once in
+reference (encoder statistics, encoded rows, norms, the fast-pass operands) is computed once in
 :meth:`NeighborIndex.fit`.
 
 ``n_jobs`` follows the library's one rule (:mod:`tabmem._checks`): ``None`` = every CPU this

@@ -47,7 +47,6 @@ from tabmem.callbacks import Callback, StopAtEpoch
 from tabmem.data.schema import Schema, validate
 from tabmem.errors import TabmemError
 from tabmem.generators import get_generator
-from tabmem.generators.base import check_magnitudes
 from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import ReplicaDetector
 from tabmem.memorization.tracker import MemorizationTracker
@@ -235,7 +234,6 @@ def _validated(train: pd.DataFrame, holdout: pd.DataFrame | None, schema: Schema
     table = validate(train, schema, name="training", nan="error")
     if len(table) < 2:
         raise TabmemError(f"training table: needs at least 2 rows, got {len(table)}")
-    check_magnitudes(table)
     if holdout is not None:  # structural problems of the holdout surface now, not after training
         holdout = validate(holdout, schema, name="holdout", nan="error")
     return table, holdout
