@@ -61,7 +61,7 @@ def test_text_serializers_write_python_digits(name):
 @pytest.mark.parametrize(("value", "decimals"), [t for t in TIES if t[0] >= 0 and t[1] <= 4])
 def test_realtabformer_digits_match_python(value, decimals):
     printed = float(format(value, f".{decimals}f"))  # the value as Python writes it with `decimals` decimals
-    train = _table([printed, 10.0 ** -decimals])
+    train = _table([printed, 10.0**-decimals])
     schema = Schema.infer(train, categorical=["c"])
     s = get_serializer("realtabformer", numeric_precision=decimals).fit(train, schema)
     assert s.specs_[0]["decimals"] == decimals
