@@ -74,11 +74,14 @@ def test_dataset_columns_are_checked_when_the_file_is_read(write_study, edit, me
     assert message in _error(path)
 
 
-def test_a_target_missing_from_the_test_file_is_refused(write_study, table_files):
+@pytest.mark.parametrize(
+    ("drop", "message"), [(["y"], "'y' of train.csv"), (["a", "b"], "'a' of train.csv (and 1 more)")]
+)
+def test_a_test_file_lacking_a_training_column_is_refused(write_study, table_files, drop, message):
     import pandas as pd
 
-    pd.read_csv(table_files / "test.csv").drop(columns="y").to_csv(table_files / "test.csv", index=False)
-    assert "[[datasets]] #1: target: 'y' is not a column of test.csv (test)" in _error(write_study(name="bad.toml"))
+    pd.read_csv(table_files / "test.csv").drop(columns=drop).to_csv(table_files / "test.csv", index=False)
+    assert f"[[datasets]] #1: test: test.csv lacks column {message}" in _error(write_study(name="bad.toml"))
 
 
 def test_a_registered_dataset_target_is_checked_against_the_catalogue(write_study):

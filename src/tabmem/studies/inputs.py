@@ -152,8 +152,13 @@ def parse_dataset(values: dict[str, Any], base_dir: Path, where: str) -> Dataset
         files[key] = str(p.resolve())
     n_total = shapes["path"][0]
     _check_columns(kinds, columns["path"], Path(files["path"]).name, where)
-    if "test" in files and v["target"] and v["target"] not in columns["test"]:
-        raise ParameterError(f"{where}target: {v['target']!r} is not a column of {Path(files['test']).name} (test)")
+    if "test" in files:  # the test rows are scored with the training table's schema: every column is needed
+        lacking = [c for c in columns["path"] if c not in columns["test"]]
+        if lacking:
+            raise ParameterError(
+                f"{where}test: {Path(files['test']).name} lacks column {lacking[0]!r} of {Path(files['path']).name}"
+                + (f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else "")
+            )
     if v["n_train"] is not None and v["n_train"] > n_total:
         raise ParameterError(
             f"{where}n_train: {Path(files['path']).name} has {n_total:,} rows, asked for {v['n_train']:,}"
