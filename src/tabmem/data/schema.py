@@ -32,6 +32,7 @@ missing value is the category ``"<NA>"``. This removes the dtype trap of the pap
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Sequence, get_args
 
@@ -243,13 +244,29 @@ def _looks_categorical(series: pd.Series, max_int_categories: int) -> bool:
     if pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
         return True
     if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
-        # object columns of numbers (e.g. read from JSON) still count as numerical
+        # object columns of numbers (e.g. read from JSON) still count as numerical, codes do not
         coerced = pd.to_numeric(series, errors="coerce")
-        return bool(coerced.isna().sum() > series.isna().sum())
+        return bool(coerced.isna().sum() > series.isna().sum()) or _is_code_column(series)
     if pd.api.types.is_integer_dtype(dtype):
+        if series.notna().any() and (int(series.max()) > MAX_EXACT_INT or int(series.min()) < -MAX_EXACT_INT):
+            return True  # ids beyond 2^53 would collide as floats: categories
         distinct = series.nunique(dropna=True)
         return distinct <= max_int_categories and 2 * distinct <= int(series.notna().sum())
     return False
+
+
+#: integers beyond this magnitude lose digits as floats
+MAX_EXACT_INT = 2**53
+_DIGITS = re.compile(r"[+-]?\d+\Z")
+_LEADING_ZERO = re.compile(r"[+-]?0\d+\Z")
+
+
+def _is_code_column(series: pd.Series) -> bool:
+    """A text column of digit strings where one has a leading zero (``00501``) or one is beyond 2^53: codes."""
+    values = [str(v).strip() for v in series.dropna().unique()]
+    if not values or not all(_DIGITS.match(v) for v in values):
+        return False
+    return any(_LEADING_ZERO.match(v) for v in values) or any(abs(int(v)) > MAX_EXACT_INT for v in values)
 
 
 def _non_numeric_cells(series: pd.Series) -> np.ndarray | None:
