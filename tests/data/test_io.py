@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from tabmem.data.io import read_notes, read_table, sniff_separator
-from tabmem.data.schema import Schema
+from tabmem.data.schema import Schema, key_columns_warning, key_like_columns
 from tabmem.errors import TabmemError
 
 
@@ -133,3 +133,51 @@ def test_plain_numbers_unchanged(tmp_path) -> None:
     assert t["a"].dtype == np.int64 and t["b"].tolist() == [0.5, 1000.0, float("inf")]
     assert t["c"].dtype == bool and t["d"].tolist() == [0, 10, 0]
     assert read_notes(t) == {}
+
+
+# ----------------------------------------------------------------------------- identifier columns
+def _table(n: int = 50) -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    return pd.DataFrame(
+        {
+            "patient_id": np.arange(1000, 1000 + n),
+            "age": rng.integers(20, 90, n),
+            "weight": np.round(rng.normal(70, 10, n), 2),  # unique floats: a measurement, not a key
+            "fnlwgt": rng.choice(10**6, n, replace=False),  # unique integers with an ordinary name
+            "sex": rng.choice(["F", "M"], n),
+        }
+    )
+
+
+def test_planted_patient_id_is_detected() -> None:
+    t = _table()
+    assert key_like_columns(t) == ["patient_id"]
+    assert key_like_columns(t.assign(patient_id=[f"P{i:06d}" for i in range(len(t))])) == ["patient_id"]
+    assert key_like_columns(t.assign(PatientID=t.pop("patient_id"))) == ["PatientID"]
+    assert key_like_columns(_table().assign(row=np.arange(50))) == ["patient_id", "row"]  # consecutive integers
+
+
+def test_measurements_categoricals_and_small_tables_are_not_keys() -> None:
+    t = _table().drop(columns="patient_id")
+    assert key_like_columns(t) == []
+    assert key_like_columns(_table(10)) == []  # too few rows to tell
+    dup = _table()
+    dup.loc[3, "patient_id"] = dup.loc[4, "patient_id"]
+    assert key_like_columns(dup) == []  # not one value per row
+    assert key_like_columns(_table(), Schema.infer(_table(), target="patient_id")) == []
+
+
+def test_key_warning_names_columns_and_the_way_out() -> None:
+    msg = key_columns_warning(["patient_id"])
+    assert "'patient_id'" in msg and "table.drop(columns=['patient_id'])" in msg
+
+
+def test_replica_detector_reports_identifier_columns() -> None:
+    from tabmem.memorization.replicas import ReplicaDetector
+
+    train = _table()
+    result = ReplicaDetector().fit(train).score(train.iloc[:10], holdout=train.iloc[10:20])
+    assert any("'patient_id' look like identifiers" in w and "table.drop(columns=" in w for w in result.warnings())
+    assert result.holdout is not None and result.holdout.input_warnings == []
+    plain = ReplicaDetector().fit(train.drop(columns="patient_id")).score(train.drop(columns="patient_id").iloc[:5])
+    assert not any("identifiers" in w for w in plain.warnings())

@@ -493,19 +493,26 @@ def infer_schema(
 ) -> Schema:
     """The column kinds of a table read from a file, with the ``--categorical``/``--numerical``/``--target`` flags.
 
-    A column named by ``--exclude`` that the table did not have is an error.
+    A column named by ``--exclude`` that the table did not have is an error; columns that look
+    like identifiers (:func:`~tabmem.data.schema.key_like_columns`) give one ``warning:`` line.
     """
+    from tabmem.data.schema import key_columns_warning, key_like_columns
+
     excluded = set(table.attrs.get("tabmem.excluded", ()))
     absent = [c for c in column_names(_reading().get("exclude")) if c not in excluded]
     if absent:
         raise TabmemError(f"--exclude: column {absent[0]!r} is not in the training table")
-    return Schema.infer(
+    schema = Schema.infer(
         table,
         categorical=column_names(categorical),
         numerical=column_names(numerical),
         target=target or None,
         name=name,
     )
+    keys = key_like_columns(table, schema)
+    if keys:
+        echo_warning(key_columns_warning(keys))
+    return schema
 
 
 def load_training_table(
