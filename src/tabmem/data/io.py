@@ -192,7 +192,7 @@ def sniff_separator(text: str, path: str | Path = "input") -> str:
         names = " and ".join(_SEP_NAMES[s] for s in fits)
         raise TabmemError(
             f"{path}: the separator is ambiguous ({names} both split every line into the same number of "
-            f"fields); {_advice('sep', '--sep', ',', 'say which with', 're-save the file with one separator')}"
+            f"fields); {_which_sep(fits)}"
         )
     best = max(
         (s for s, rows in counts.items() if rows[0] > 1),
@@ -200,6 +200,16 @@ def sniff_separator(text: str, path: str | Path = "input") -> str:
         default=",",
     )
     return best
+
+
+def _which_sep(candidates: list[str]) -> str:
+    """``say which: --sep ; or --sep ,`` (``sep=';'`` in the library), or how to re-save the file."""
+    flag = suggest("sep", "--sep")
+    if flag is None:
+        return "re-save the file with one separator"
+    if flag == "--sep":
+        return "say which: " + " or ".join(f"--sep {'tab' if s == chr(9) else s}" for s in candidates)
+    return "say which: " + " or ".join(f"sep={s!r}" for s in candidates)
 
 
 def _name(parameter: str, flag: str) -> str:
