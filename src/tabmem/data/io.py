@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from tabmem.errors import TabmemError, suggest
@@ -56,10 +57,11 @@ SNIFF_CHARS = 1 << 16
 #: integers beyond this magnitude lose digits as floats: such a column is read as text
 MAX_EXACT_INT = 2**53
 
-_INT = re.compile(r"[+-]?\d+\Z")
-_LEADING_ZERO = re.compile(r"[+-]?0\d+\Z")
-_DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+\Z")
-_THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+\Z")
+# patterns of whole cells (``Series.str.fullmatch``) and of their start (``str.match``)
+_INT = r"[+-]?\d+"
+_LEADING_ZERO = r"[+-]?0\d"
+_NUMBER_OR_DECIMAL_COMMA = r"[+-]?\d+|[+-]?\d*,\d+"
+_THOUSANDS = r"[+-]?\d{1,3}(?:,\d{3})+"
 _SEP_NAMES = {",": "','", ";": "';'", "\t": "tab", "|": "'|'"}
 
 
@@ -242,32 +244,29 @@ def _plan_columns(cells: pd.DataFrame, path: Path, *, sep: str, decimal: str | N
     dotted: list[Any] = []
     numeric_na = sorted(NA_TOKENS)
     for col in cells.columns:
-        values = {str(v).strip() for v in cells[col].unique()}
-        present = sorted(v for v in values if v not in NA_TOKENS)
-        if not present:  # empty or NA-like only: missing
+        values = pd.Series(pd.unique(cells[col].to_numpy(dtype=object)), dtype=object).str.strip().unique()
+        is_na = pd.Series(values, dtype=object).isin(NA_TOKENS).to_numpy()
+        present = pd.Series(values[~is_na], dtype=object)
+        if present.empty:  # empty or NA-like only: missing
             na_values[col] = numeric_na
             continue
-        numbers = pd.to_numeric(pd.Series(present, dtype=object), errors="coerce")
+        numbers = pd.to_numeric(present, errors="coerce")
         if numbers.notna().all():
-            integral = all(_INT.match(v) for v in present)
-            if integral and any(_LEADING_ZERO.match(v) for v in present):
-                codes[col] = "codes with leading zeros"
-            elif integral and any(abs(int(v)) > MAX_EXACT_INT for v in present):
-                codes[col] = "integers beyond 2^53"
-            else:
-                if any("." in v for v in present):
+            kind = _code_kind(present, numbers)
+            if kind is None:
+                if present.str.contains(".", regex=False).any():
                     dotted.append(col)
-                na_values[col] = numeric_na
-                continue
-            as_text.append(col)
+            else:
+                codes[col] = kind
+                as_text.append(col)
             na_values[col] = numeric_na
             continue
-        if sep != "," and all(_INT.match(v) or _DECIMAL_COMMA.match(v) for v in present):
-            with_comma = [v for v in present if "," in v]
-            comma[col] = all(_THOUSANDS.match(v) for v in with_comma)
+        if sep != "," and present.str.fullmatch(_NUMBER_OR_DECIMAL_COMMA).all():
+            with_comma = present[present.str.contains(",", regex=False)]
+            comma[col] = bool(with_comma.str.fullmatch(_THOUSANDS).all())
             continue
         na_values[col] = [""]
-        if any(v in NA_TOKENS for v in values if v):
+        if (is_na & (values != "")).any():
             na_kept.append(col)
     if decimal is None:
         decimal = "."
@@ -290,6 +289,21 @@ def _plan_columns(cells: pd.DataFrame, path: Path, *, sep: str, decimal: str | N
     for col in comma:
         na_values[col] = numeric_na if decimal == "," else [""]
     return {"na_values": na_values, "as_text": as_text, "codes": codes, "na_kept": na_kept, "decimal": decimal}
+
+
+def _code_kind(present: pd.Series, numbers: pd.Series) -> str | None:
+    """Why a column of numbers is read as text (codes), or None: integers only, with a leading zero or beyond 2^53."""
+    as_float = numbers.to_numpy(dtype=float)
+    if not (np.isfinite(as_float).all() and (np.mod(as_float, 1.0) == 0).all()):
+        return None
+    if not present.str.fullmatch(_INT).all():
+        return None  # 1e3, 2.0: numbers written as numbers
+    if present.str.match(_LEADING_ZERO).any():
+        return "codes with leading zeros"
+    long = present[present.str.len() >= 16]  # the others are below 2^53
+    if any(abs(int(v)) > MAX_EXACT_INT for v in long):
+        return "integers beyond 2^53"
+    return None
 
 
 def _parse_problem(message: str) -> str:
