@@ -41,6 +41,13 @@ def test_ambiguous_separator_is_refused_naming_sep(tmp_path) -> None:
     assert list(read_table(p, sep=";").columns) == ["a", "b,c"]
 
 
+def test_a_wrong_given_separator_is_refused(tmp_path) -> None:
+    p = _write(tmp_path, "a;b\n1;2\n")
+    with pytest.raises(TabmemError, match=r"sep '\|' leaves the header in one column.*';'-separated"):
+        read_table(p, sep="|")
+    assert list(read_table(_write(tmp_path, "a\n1\n", "one.csv"), sep=";").columns) == ["a"]
+
+
 def test_ragged_file_still_names_the_line(tmp_path) -> None:
     p = _write(tmp_path, "a,b\n1,2\n3,4,5\n6,7\n")
     with pytest.raises(TabmemError, match="line 3"):

@@ -113,6 +113,8 @@ def read_table(
         raise TabmemError(f"{path}: the file is empty")
     if sep is None:
         sep = sniff_separator(text, path)
+    else:
+        _check_given_sep(text, sep, path)
     if decimal == "," and sep == ",":
         raise TabmemError(f"{path}: a decimal comma needs a separator other than ',' ({_name('sep', '--sep')})")
     header_line = text.splitlines()[0]
@@ -175,18 +177,7 @@ def sniff_separator(text: str, path: str | Path = "input") -> str:
     the one matching the header on most records, so that the parser names the bad line; a
     one-column file is read with ``,``. Two or more: refused (:class:`TabmemError` naming ``sep``).
     """
-    sample = text[:SNIFF_CHARS]
-    truncated = len(text) > SNIFF_CHARS
-    counts: dict[str, list[int]] = {}
-    for s in SEPARATORS:
-        try:
-            rows = [len(r) for r in csv.reader(io.StringIO(sample), delimiter=s, skipinitialspace=True) if r]
-        except csv.Error:
-            continue
-        if truncated and len(rows) > 1:
-            rows = rows[:-1]  # the last record may be cut
-        if rows:
-            counts[s] = rows
+    counts = _field_counts(text)
     fits = [s for s, rows in counts.items() if rows[0] > 1 and all(n == rows[0] for n in rows)]
     if len(fits) == 1:
         return fits[0]
@@ -202,6 +193,36 @@ def sniff_separator(text: str, path: str | Path = "input") -> str:
         default=",",
     )
     return best
+
+
+def _field_counts(text: str) -> dict[str, list[int]]:
+    """Fields per record of the first :data:`SNIFF_CHARS` characters, per separator (quotes respected)."""
+    sample = text[:SNIFF_CHARS]
+    truncated = len(text) > SNIFF_CHARS
+    counts: dict[str, list[int]] = {}
+    for s in SEPARATORS:
+        try:
+            rows = [len(r) for r in csv.reader(io.StringIO(sample), delimiter=s, skipinitialspace=True) if r]
+        except csv.Error:
+            continue
+        if truncated and len(rows) > 1:
+            rows = rows[:-1]  # the last record may be cut
+        if rows:
+            counts[s] = rows
+    return counts
+
+
+def _check_given_sep(text: str, sep: str, path: Path) -> None:
+    """A given separator that leaves one column where another fits the file is refused (a wrong ``sep``)."""
+    counts = _field_counts(text)
+    if counts.get(sep, [2])[0] > 1:
+        return
+    fits = [s for s, rows in counts.items() if rows[0] > 1 and all(n == rows[0] for n in rows)]
+    if fits:
+        raise TabmemError(
+            f"{path}: {_name('sep', '--sep')} {_SEP_NAMES[sep]} leaves the header in one column, while the file "
+            f"looks {_SEP_NAMES[fits[0]]}-separated"
+        )
 
 
 def _which_sep(candidates: list[str]) -> str:
