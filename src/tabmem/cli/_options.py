@@ -533,14 +533,34 @@ def load_training_table(
         from tabmem.data.datasets import load_dataset
 
         ds = load_dataset(dataset, data_dir=data_dir)
-        schema = ds.schema
+        schema, train_df, test_df = ds.schema, ds.train, ds.test
+        exclude = column_names(_reading().get("exclude"))
+        if exclude:
+            schema, train_df, test_df = _without(exclude, schema, train_df, test_df, dataset)
         if cat or num or target:
             schema = schema.with_overrides(categorical=cat, numerical=num, target=target or None)
-        return LoadedTable(ds.train, schema, ds.test, {"dataset": dataset})
+        return LoadedTable(train_df, schema, test_df, {"dataset": dataset})
     assert train is not None
     table = read_user_table(train, encoding=encoding, option="--train")
     schema = infer_schema(table, cat, num, target, name=Path(train).stem)
     return LoadedTable(table, schema, None, {"train": str(train)}, inferred=True)
+
+
+def _without(
+    exclude: list[str], schema: Schema, train: pd.DataFrame, test: pd.DataFrame | None, dataset: str
+) -> tuple[Schema, pd.DataFrame, pd.DataFrame | None]:
+    """A registered dataset's schema and splits without the ``--exclude`` columns."""
+    absent = [c for c in exclude if c not in schema.columns]
+    if absent:
+        raise TabmemError(f"--exclude: column {absent[0]!r} is not in the dataset {dataset!r}")
+    if schema.target in exclude:
+        raise TabmemError(f"--exclude: column {schema.target!r} is the dataset's target")
+    keep = lambda cols: tuple(c for c in cols if c not in exclude)  # noqa: E731
+    schema = Schema(keep(schema.columns), keep(schema.numerical), keep(schema.categorical), schema.target,
+                    schema.task, schema.name)  # fmt: skip
+    drop = [c for c in exclude if c in train.columns]
+    test = test.drop(columns=[c for c in exclude if c in test.columns]) if test is not None else None
+    return schema, train.drop(columns=drop), test
 
 
 def prepare_out_dir(path: str | os.PathLike, option: str = "--out") -> Path:
