@@ -229,7 +229,9 @@ def model_option(help: str, default: str | None = "tabddpm") -> Callable[[Callab
 
 
 def preset_option(help: str) -> Callable[[Callable], Callable]:
-    """``--preset NAME`` of a generator (default small)."""
+    """``--preset NAME`` of a generator (default small: ``tabmem.generators.DEFAULT_PRESET``; a generator
+    without it, such as noisy_resample, takes its class defaults, and so does ``none``)."""
+    help = f"{help} A generator without a small preset (noisy_resample) takes its class defaults."
     return click.option("--preset", default="small", show_default=True, help=help)
 
 
