@@ -199,11 +199,11 @@ def n_jobs_option(help: str, default: int | None = None, flag: str = "--n-jobs")
     return click.option(flag, type=NJOBS, default=default, show_default=_show(default), help=help)
 
 
-def distance_option(help: str = "Replica distance.", default: str = "fang2024") -> Callable[[Callable], Callable]:
-    """``--distance``: a registered distance."""
-    from tabmem.neighbors.distances import DISTANCES
+def distance_option(help: str = "Replica distance.", default: str | None = None) -> Callable[[Callable], Callable]:
+    """``--distance``: a registered distance (default: the library's, gower; fang2024 reproduces the papers)."""
+    from tabmem.neighbors.distances import DEFAULT_DISTANCE, DISTANCES
 
-    return choice_option("--distance", DISTANCES.names(), help, default=default)
+    return choice_option("--distance", DISTANCES.names(), help, default=default or DEFAULT_DISTANCE)
 
 
 def executor_option(help: str) -> Callable[[Callable], Callable]:

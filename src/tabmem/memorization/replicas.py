@@ -36,7 +36,7 @@ from tabmem.memorization.copies import ExactCopies, RareValueCounts, RareValues
 from tabmem.memorization.summary import AuditSummary, DistanceEvidence, HeavyTail, RareValuesSummary
 from tabmem.memorization.uncertainty import proportion_ci, proportion_difference_ci
 from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET
-from tabmem.neighbors.distances import Distance
+from tabmem.neighbors.distances import DEFAULT_DISTANCE, Distance
 from tabmem.neighbors.index import NeighborIndex
 
 TRAPZ10_GRID = np.linspace(0.0, 1.0, 10)
@@ -288,8 +288,9 @@ class ReplicaDetector:
     Parameters
     ----------
     distance:
-        ``"fang2024"`` (default: reproduces the papers' numbers), ``"gower"`` or ``"l2"``; see
-        :mod:`tabmem.neighbors.distances`.
+        ``"gower"`` (default), ``"fang2024"`` (the papers' distance: pass it to reproduce their
+        numbers; it cannot discriminate on all-numerical tables, docs/neighbors.md) or ``"l2"``;
+        see :mod:`tabmem.neighbors.distances`.
     threshold:
         A synthetic row is a replica when ``d1/d2 < threshold``.
     nan:
@@ -311,7 +312,7 @@ class ReplicaDetector:
 
     def __init__(
         self,
-        distance: str = "fang2024",
+        distance: str = DEFAULT_DISTANCE,
         threshold: float = 1 / 3,
         *,
         nan: NanPolicy = "error",

@@ -24,6 +24,7 @@ import pandas as pd
 
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
 from tabmem.memorization.replicas import ReplicaDetector
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 from tabmem.metrics.report import quality_report
 from tabmem.mitigation.summary import MitigationReport, QualityScores
 
@@ -58,7 +59,7 @@ def mitigation_report(
     pruned_rows: np.ndarray | None = None,
     holdout: pd.DataFrame | None = None,
     test: pd.DataFrame | None = None,
-    distance: str = "fang2024",
+    distance: str = DEFAULT_DISTANCE,
     quality: bool = True,
     mle_grid: str = "tabsyn",
     random_state: int = 0,

@@ -37,6 +37,7 @@ from tabmem.attacks.runner import DEFAULT_ATTACKS, AttackReport, run_attacks
 from tabmem.attacks.summary import AttackSummary, PrivacyHeadline
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
 from tabmem.errors import ParameterError, TabmemError, name_setting
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 from tabmem.runs.protocol import RunDirectory, RunKind
 
 __all__ = ["ATTACK_RUN", "ShadowConfig", "attack_to_dir", "risk_ledger"]
@@ -113,7 +114,7 @@ def attack_to_dir(
     shadows: ShadowConfig | None = None,
     run_dir: str | Path | None = None,
     intensity_k: int = 1,
-    replica_distance: str = "fang2024",
+    replica_distance: str = DEFAULT_DISTANCE,
     nan: str = "error",
     extra: str = "error",
     n_bootstrap: int = 200,
@@ -359,7 +360,7 @@ def risk_ledger(
     *,
     run_dir: str | Path | None = None,
     intensity_k: int = 1,
-    distance: str = "fang2024",
+    distance: str = DEFAULT_DISTANCE,
 ) -> pd.DataFrame:
     """Per-target risk (``report.risk()``) joined with each member's replica count, DynamicCut intensity,
     LevAtt distance and LiRA score; non-members have no replica count or intensity (empty cells)."""

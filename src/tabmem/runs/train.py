@@ -50,6 +50,7 @@ from tabmem.generators import DEFAULT_PRESET, get_generator, resolve_preset
 from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import ReplicaDetector
 from tabmem.memorization.tracker import MemorizationTracker
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 from tabmem.runs.protocol import RunDirectory, RunKind, flag_text
 
 CONFIG_KEYS = (
@@ -146,7 +147,7 @@ def train_to_dir(
     seed: int = 0,
     track_every: int = 0,
     track_samples: int | None = None,
-    distance: str = "fang2024",
+    distance: str = DEFAULT_DISTANCE,
     holdout: pd.DataFrame | None = None,
     checkpoint_every: int | None = None,
     resume: bool = False,
