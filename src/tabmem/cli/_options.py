@@ -199,7 +199,10 @@ def n_jobs_option(help: str, default: int | None = None, flag: str = "--n-jobs")
     return click.option(flag, type=NJOBS, default=default, show_default=_show(default), help=help)
 
 
-def distance_option(help: str = "Replica distance.", default: str | None = None) -> Callable[[Callable], Callable]:
+def distance_option(
+    help: str = "Replica distance (fang2024: the papers' distance, to reproduce their numbers; docs/neighbors.md).",
+    default: str | None = None,
+) -> Callable[[Callable], Callable]:
     """``--distance``: a registered distance (default: the library's, gower; fang2024 reproduces the papers)."""
     from tabmem.neighbors.distances import DEFAULT_DISTANCE, DISTANCES
 
