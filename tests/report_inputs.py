@@ -66,6 +66,7 @@ def build(root: Path) -> Path:
         _run(
             ["train", "--train", str(train_csv), "--holdout", str(hold_csv), "--categorical", "city,label"]
             + ["--epochs", "4", "--track-every", "1", "--seed", "1", "--threads", "1", "--quiet", "--out", str(ddpm)]
+            + ["--distance", "fang2024"]  # the layout below: audit/fang2024 is this run's distance
             + TINY
         )
     finally:
@@ -83,7 +84,8 @@ def build(root: Path) -> Path:
         if name == "copies":
             _run(
                 ["audit", "--train", str(train_csv), "--synthetic", str(syn), "--holdout", str(hold_csv)]
-                + ["--categorical", "city,label", "--unseen", "mismatch", "--n-jobs", "1", "--out", str(cell / "audit")]
+                + ["--categorical", "city,label", "--unseen", "mismatch", "--n-jobs", "1", "--distance", "fang2024"]
+                + ["--out", str(cell / "audit")]
             )
         _run(
             ["attack", "--members", str(train_csv), "--non-members", str(hold_csv), "--synthetic", str(syn)]

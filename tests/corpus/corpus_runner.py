@@ -222,15 +222,27 @@ TRAIN_FAST = (
     "--model", "tabddpm", "--preset", "small", "--epochs", "2", "--param", "layers=[32,32]",
     "--param", "dim_t=16", "--param", "num_timesteps=20", "--threads", "1", "--quiet",
 )  # fmt: skip
+#: the corpus checks replica figures against the brute force of the papers' distance (corpus_brute)
+BRUTE_DISTANCE = ("--distance", "fang2024")
 
 
 def base_argv(command: str, files: dict[str, Path], out: Path, model: Path | None, server: str | None) -> list[str]:
     f = {k: str(v) for k, v in files.items()}
     if command == "audit":
         return ["audit", "--train", f["train"], "--synthetic", f["synthetic"], "--holdout", f["holdout"],
-                "--out", str(out)]  # fmt: skip
+                *BRUTE_DISTANCE, "--out", str(out)]  # fmt: skip
     if command == "train":
-        return ["train", "--train", f["train"], "--holdout", f["holdout"], *TRAIN_FAST, "--out", str(out)]
+        return [
+            "train",
+            "--train",
+            f["train"],
+            "--holdout",
+            f["holdout"],
+            *TRAIN_FAST,
+            *BRUTE_DISTANCE,
+            "--out",
+            str(out),
+        ]
     if command == "attack":
         return ["attack", "--members", f["train"], "--non-members", f["holdout"], "--synthetic", f["synthetic"],
                 "--attacks", "levatt,dcr,mc,density", "--n-bootstrap", "20", "--n-jobs", "1",

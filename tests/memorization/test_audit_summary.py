@@ -48,7 +48,7 @@ HOLDOUT_KEYS = [
     "holdout_rare_value_leakage",
     "excess_rare_value_leakage",
 ]
-CLI_KEYS = [*BASE_KEYS, *HOLDOUT_KEYS, "warnings", "seconds", "schema"]
+CLI_KEYS = [*BASE_KEYS, *HOLDOUT_KEYS, "distance_discriminates", "warnings", "seconds", "schema"]
 EVIDENCE_KEYS = ["authenticity", "identical_matches", "nndr", "data_copying"]
 
 
@@ -76,11 +76,14 @@ def test_summary_is_typed_and_round_trips(tables):
     assert s.has_holdout and s.excess_memorization == pytest.approx(
         res.memorization_rate - res.holdout.memorization_rate
     )
-    assert list(s.to_dict()) == [*BASE_KEYS, *HOLDOUT_KEYS, "warnings"]
+    assert list(s.to_dict()) == [*BASE_KEYS, *HOLDOUT_KEYS, "distance_discriminates", "warnings"]
     assert AuditSummary.from_dict(s.to_dict()) == s
     bare = det.score(synthetic).summary(n_bootstrap=50)
     assert not bare.has_holdout and bare.excess_memorization is None and bare.evidence is None
-    assert list(bare.to_dict()) == [*BASE_KEYS, "warnings"] and "n_in_holdout" not in bare.to_dict()["rare_values"]
+    assert (
+        list(bare.to_dict()) == [*BASE_KEYS, "distance_discriminates", "warnings"]
+        and "n_in_holdout" not in bare.to_dict()["rare_values"]
+    )
     assert AuditSummary.from_dict(bare.to_dict()) == bare
 
 

@@ -200,7 +200,7 @@ def test_no_replicas_gives_undefined_concentration_without_numpy_warnings() -> N
 def test_constructor_stores_its_arguments_and_fit_checks_them() -> None:
     det = ReplicaDetector()
     assert (det.distance, det.threshold, det.nan, det.n_jobs, det.duplicates, det.rare_k) == (
-        "fang2024",
+        "gower",
         1 / 3,
         "error",
         None,
@@ -227,7 +227,7 @@ def test_holdout_is_scored_with_the_same_options_and_named_holdout() -> None:
     odd = pd.concat([HOLD, _rows((np.nan, 0, "a"), (2, 0, "z"))], ignore_index=True).assign(extra=0)
     res = det.score(SYN.assign(extra=0), holdout=odd, nan="drop", unseen="drop", extra="ignore")
     assert res.holdout.table["synthetic_row"].tolist() == [0, 1, 2]  # the NaN and unseen rows dropped
-    assert res.summary(n_bootstrap=0).to_dict()["distance"] == "fang2024"
+    assert res.summary(n_bootstrap=0).to_dict()["distance"] == "gower"  # the default
     with pytest.raises(SchemaError, match=r"^holdout table: column 'k'"):
         det.score(SYN, holdout=_rows((2, 0, "z")))
 

@@ -65,7 +65,7 @@ def naive_fang2024(train: pd.DataFrame, syn: pd.DataFrame, schema: Schema):
 
 def test_records_match_naive_recomputation(table):
     df, schema = table
-    tr = MemorizationTracker(every=2, keep_last_sample=True)
+    tr = MemorizationTracker(every=2, keep_last_sample=True, distance="fang2024")  # the papers' distance
     gen = get_generator("tabddpm", epochs=4, random_state=0, **TINY)
     gen.fit(df, schema, callbacks=[tr])
     assert [e["epoch"] for e in tr.epochs_] == [2, 4]

@@ -6,10 +6,12 @@ import json
 from dataclasses import fields
 
 import numpy as np
+import pandas as pd
 import pytest
 from mitigation_tables import TINY_DDPM, mixed_table
 
 from tabmem._io import dumps_json
+from tabmem.data.schema import Schema
 from tabmem.mitigation import mitigation_report
 from tabmem.mitigation.summary import SUMMARY_KEYS, DynamicCutSummary, MitigationReport, QualityScores
 from tabmem.runs.dynamiccut import dynamiccut_to_dir
@@ -62,8 +64,22 @@ def data():
 
 
 def test_field_order_is_the_file_order():
-    assert [f.name for f in fields(MitigationReport)] == REPORT_KEYS
-    assert [f.name for f in fields(DynamicCutSummary)] == REPORT_KEYS + RUN_KEYS
+    # warnings: only in a file that has one (a distance that cannot discriminate on the data)
+    assert [f.name for f in fields(MitigationReport)] == REPORT_KEYS + ["warnings"]
+    assert [f.name for f in fields(DynamicCutSummary)] == REPORT_KEYS + ["warnings"] + RUN_KEYS
+
+
+def test_a_distance_that_cannot_discriminate_is_a_warning_of_the_report():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.normal(size=(120, 3)), columns=list("abc"))
+    hold = pd.DataFrame(rng.normal(size=(60, 3)), columns=list("abc"))
+    schema = Schema.infer(df)
+    synthetic = pd.DataFrame(rng.normal(size=(60, 3)), columns=list("abc"))
+    fang = mitigation_report(synthetic, df, schema, holdout=hold, distance="fang2024", quality=False)
+    (message,) = fang.warnings
+    assert message.startswith("the fang2024 distance cannot discriminate on this data")
+    assert MitigationReport.from_dict(fang.to_dict()) == fang
+    assert mitigation_report(synthetic, df, schema, holdout=hold, quality=False).warnings is None  # gower
     assert set(SUMMARY_KEYS) <= {f.name for f in fields(DynamicCutSummary)}
 
 

@@ -52,18 +52,19 @@ def test_constructor_stores_the_arguments_and_checks_nothing() -> None:
     assert (index.distance, index.n_jobs, index.memory_budget, index.nan) == ("no-such-distance", 0, -3, "bogus")
     default = NeighborIndex()
     assert (default.distance, default.n_jobs, default.memory_budget, default.nan) == (
-        "fang2024",
+        "gower",
         None,
         1 << 30,
         "match",
     )
 
 
-def test_defaults_fang2024_and_missing_values_match() -> None:
+def test_defaults_gower_and_missing_values_match() -> None:
     ref = ref_table()
     ref.loc[2, "x"] = np.nan  # nan="match" by default: accepted
     index = NeighborIndex().fit(ref, SCHEMA)
-    assert isinstance(index.distance_, Fang2024Distance)
+    assert isinstance(index.distance_, GowerDistance)
+    assert isinstance(NeighborIndex("fang2024").fit(ref, SCHEMA).distance_, Fang2024Distance)
     assert index.n_reference_ == 8 and index.schema_ == SCHEMA
     with pytest.raises(SchemaError, match=r"^reference table: column 'x' has 1 missing value"):
         NeighborIndex(nan="error").fit(ref, SCHEMA)

@@ -123,7 +123,8 @@ def test_audit_step_evidence_equals_the_audit_command(evidence_study, tmp_path):
     syn = out / "cells" / fresh.id / "ev_fresh" / "synthetic.csv"
     data = tmp_path / "data"
     args = ["audit", "--train", str(data / "train.csv"), "--synthetic", str(syn), "--holdout", str(data / "test.csv")]
-    args += ["--categorical", "c,y", "--unseen", "mismatch", "--copying-cells", "4", "--out", str(tmp_path / "cli")]
+    args += ["--categorical", "c,y", "--unseen", "mismatch", "--copying-cells", "4", "--distance", "fang2024"]
+    args += ["--out", str(tmp_path / "cli")]
     main(args)
     cli = json.loads((tmp_path / "cli" / "summary.json").read_text())
     assert EVIDENCE_KEYS <= set(cli)

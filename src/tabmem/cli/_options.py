@@ -206,11 +206,14 @@ def n_jobs_option(help: str, default: int | None = None, flag: str = "--n-jobs")
     return click.option(flag, type=NJOBS, default=default, show_default=_show(default), help=help)
 
 
-def distance_option(help: str = "Replica distance.", default: str = "fang2024") -> Callable[[Callable], Callable]:
-    """``--distance``: a registered distance."""
-    from tabmem.neighbors.distances import DISTANCES
+def distance_option(
+    help: str = "Replica distance (fang2024: the papers' distance, to reproduce their numbers; docs/neighbors.md).",
+    default: str | None = None,
+) -> Callable[[Callable], Callable]:
+    """``--distance``: a registered distance (default: the library's, gower; fang2024 reproduces the papers)."""
+    from tabmem.neighbors.distances import DEFAULT_DISTANCE, DISTANCES
 
-    return choice_option("--distance", DISTANCES.names(), help, default=default)
+    return choice_option("--distance", DISTANCES.names(), help, default=default or DEFAULT_DISTANCE)
 
 
 def executor_option(help: str) -> Callable[[Callable], Callable]:
@@ -236,7 +239,9 @@ def model_option(help: str, default: str | None = "tabddpm") -> Callable[[Callab
 
 
 def preset_option(help: str) -> Callable[[Callable], Callable]:
-    """``--preset NAME`` of a generator (default small)."""
+    """``--preset NAME`` of a generator (default small: ``tabmem.generators.DEFAULT_PRESET``; a generator
+    without it, such as noisy_resample, takes its class defaults, and so does ``none``)."""
+    help = f"{help} A generator without a small preset (noisy_resample) takes its class defaults."
     return click.option("--preset", default="small", show_default=True, help=help)
 
 

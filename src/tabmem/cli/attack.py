@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     "Real rows from the same population, none of them a target: shadow training data (and DOMIAS' default reference).",
 )
 @model_option("Generator of the shadows (as the released one: tabddpm, ctgan, tvae, llm).", default=None)
-@preset_option("Preset of the shadow generator.")
+@preset_option("Preset of the shadow generator; 'none' for the class defaults.")
 @epochs_option("Epochs of the shadows (default: the preset's).")
 @params_option("Shadow generator parameter (JSON values), repeatable.")
 @count_option("--n-shadows", "Shadow generators.", default=16)

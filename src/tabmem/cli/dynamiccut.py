@@ -17,6 +17,7 @@ from tabmem.cli._options import (
     count_option,
     dir_option,
     distance_option,
+    echo_warning,
     epochs_option,
     file_option,
     generator_params,
@@ -178,6 +179,8 @@ def dynamiccut(
         quality=not no_quality, mle_grid=mle_grid, baseline=baseline_dir,
     )  # fmt: skip
     print_before_after(summary)
+    for message in summary.warnings or []:
+        echo_warning(message)
     click.echo(f"wrote {out_dir}/summary.json, ranking.csv, synthetic.csv")
 
 

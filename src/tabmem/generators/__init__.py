@@ -21,6 +21,7 @@ from tabmem.callbacks import (
     LambdaCallback,
 )
 from tabmem.generators.base import (
+    DEFAULT_PRESET,
     GENERATORS,
     TabularGenerator,
     available_generators,
@@ -28,9 +29,11 @@ from tabmem.generators.base import (
     load_generator,
     register_generator,
     resolve_device,
+    resolve_preset,
 )
 
 __all__ = [
+    "DEFAULT_PRESET",
     "GENERATORS",
     "TabularGenerator",
     "available_generators",
@@ -38,6 +41,7 @@ __all__ = [
     "load_generator",
     "register_generator",
     "resolve_device",
+    "resolve_preset",
     "Callback",
     "CallbackProtocol",
     "CheckpointCallback",

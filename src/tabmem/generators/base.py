@@ -97,8 +97,10 @@ _DEFAULT_SAMPLE_BATCH = 10_000
 __all__ = [
     "TabularGenerator",
     "GENERATORS",
+    "DEFAULT_PRESET",
     "register_generator",
     "get_generator",
+    "resolve_preset",
     "available_generators",
     "load_generator",
     "resolve_device",
@@ -108,6 +110,16 @@ __all__ = [
 def _require_torch() -> None:
     if torch is None:  # pragma: no cover
         raise TabmemError("tabmem generators need torch: pip install 'tabmem[torch]' torch==2.13.0")
+
+
+#: the preset a command (and :func:`~tabmem.runs.train.train_to_dir`) uses unless told otherwise;
+#: a generator without it takes its class defaults (:meth:`TabularGenerator.resolve_preset`)
+DEFAULT_PRESET = "small"
+
+
+def resolve_preset(name: str, preset: str | None) -> str | None:
+    """The preset that ``preset`` names for the generator registered as ``name`` (``None``: class defaults)."""
+    return GENERATORS.get(name).resolve_preset(preset)
 
 
 def get_generator(
@@ -199,16 +211,34 @@ class TabularGenerator(Params):
         return self
 
     @classmethod
+    def resolve_preset(cls, preset: str | None) -> str | None:
+        """The preset ``preset`` names for this generator; ``None``: the class defaults.
+
+        ``None`` or ``"none"`` (any case) ask for the class defaults; so does the default preset
+        :data:`DEFAULT_PRESET` for a generator that has no preset of that name (``noisy_resample``
+        has none at all), so that a command's default works with every generator. Any other name
+        must be one of ``cls.PRESETS``.
+        """
+        if preset is None or (isinstance(preset, str) and preset.lower() == "none"):
+            return None
+        if preset in cls.PRESETS:
+            return preset
+        if preset == DEFAULT_PRESET:
+            return None
+        names = ", ".join(sorted(cls.PRESETS))
+        available = f"{names}, or none (the class defaults)" if names else "none (the class defaults)"
+        raise ParameterError(f"{cls.name}: unknown preset {preset!r}; available: {available}")
+
+    @classmethod
     def from_preset(cls, preset: str | None, *, dataset: str | None = None, **overrides: Any) -> TabularGenerator:
         """Instance from a named preset (``cls.PRESETS``) with ``overrides`` applied on top.
 
         ``DATASET_PRESETS[(preset, dataset)]`` (when present) sits between the preset and the
         overrides: settings the papers used for that preset on one dataset only.
         """
+        preset = cls.resolve_preset(preset)
         if preset is None:
             return cls(**overrides)
-        if preset not in cls.PRESETS:
-            raise ParameterError(f"{cls.name}: unknown preset {preset!r}; available: {sorted(cls.PRESETS) or 'none'}")
         params = {**cls.PRESETS[preset], **cls.DATASET_PRESETS.get((preset, dataset or ""), {}), **overrides}
         unknown = sorted(set(params) - set(cls._param_names()))
         if unknown:

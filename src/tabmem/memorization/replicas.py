@@ -42,10 +42,16 @@ from tabmem.data.schema import (
 )
 from tabmem.errors import NotFittedError, suggest
 from tabmem.memorization.copies import ExactCopies, RareValueCounts, RareValues
-from tabmem.memorization.summary import AuditSummary, DistanceEvidence, HeavyTail, RareValuesSummary
+from tabmem.memorization.summary import (
+    NO_DISCRIMINATION,
+    AuditSummary,
+    DistanceEvidence,
+    HeavyTail,
+    RareValuesSummary,
+)
 from tabmem.memorization.uncertainty import proportion_ci, proportion_difference_ci
 from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET
-from tabmem.neighbors.distances import Distance
+from tabmem.neighbors.distances import DEFAULT_DISTANCE, Distance
 from tabmem.neighbors.index import NeighborIndex
 
 TRAPZ10_GRID = np.linspace(0.0, 1.0, 10)
@@ -53,6 +59,9 @@ DUPLICATES = ("papers", "replica")
 #: resamples and confidence of the bootstrap intervals in :meth:`ReplicaResult.summary`
 N_BOOTSTRAP = 2000
 CONFIDENCE = 0.95
+#: a distance cannot discriminate when more than this share of real unseen rows are replicas, or
+#: (without a holdout: of synthetic rows) sit at ``d1 = 0`` without being exact copies
+DEGENERATE_SHARE = 0.5
 
 
 def memorization_rate(ratio: np.ndarray, threshold: float = 1 / 3) -> float:
@@ -82,6 +91,61 @@ def mem_auc_trapz10(ratio: np.ndarray) -> float:
         return float("nan")
     rates = [memorization_rate(ratio, t) for t in TRAPZ10_GRID]
     return float(np.trapezoid(rates, TRAPZ10_GRID))
+
+
+def _not_copies(t: pd.DataFrame) -> np.ndarray:
+    """Rows that are not exact copies of a training row (all rows when the table does not say)."""
+    return ~t["exact_copy"].to_numpy(bool) if "exact_copy" in t else np.ones(len(t), dtype=bool)
+
+
+def zero_d1_share(result: "ReplicaResult") -> float:
+    """Share of scored rows at distance 0 from their nearest training row without being an exact copy of it."""
+    t = result.table
+    if len(t) == 0:
+        return float("nan")
+    return float(((t["d1"].to_numpy() == 0) & _not_copies(t)).mean())
+
+
+def non_copy_replica_share(result: "ReplicaResult") -> float:
+    """Share of scored rows that are replicas without being exact copies of a training row."""
+    t = result.table
+    if len(t) == 0:
+        return float("nan")
+    return float((t["is_replica"].to_numpy(bool) & _not_copies(t)).mean())
+
+
+def discrimination_warning(result: "ReplicaResult", holdout: "ReplicaResult | None" = None) -> str | None:
+    """The warning that ``result.distance`` cannot tell copies from real unseen rows on this data, or ``None``.
+
+    With a ``holdout`` (real rows never trained on, scored the same way): more than
+    :data:`DEGENERATE_SHARE` of its rows are replicas, or at ``d1 = 0``, without being exact
+    copies of a training row. Without one, the same share of the synthetic rows at ``d1 = 0``.
+    Exact copies never count (a holdout row may equal a training row; a planted leak still reads
+    as a leak).
+    """
+    scored = holdout if holdout is not None else result
+    if scored.n_synthetic == 0:
+        return None
+    zero = zero_d1_share(scored)
+    who = "real unseen (holdout) rows" if holdout is not None else "synthetic rows"
+    replicas = non_copy_replica_share(holdout) if holdout is not None else 0.0
+    if replicas > DEGENERATE_SHARE:
+        figure = f"{100 * replicas:.1f}% of real rows never trained on are replicas without being copies"
+        if zero > DEGENERATE_SHARE:
+            figure += f" ({100 * zero:.1f}% at d1 = 0)"
+    elif zero > DEGENERATE_SHARE:
+        figure = f"{100 * zero:.1f}% of the {who} are at d1 = 0 from a training row without being copies of it"
+    else:
+        return None
+    if result.distance == "gower":
+        advice = "; compare the exact-copy rate and the distance evidence instead"
+    else:
+        flag = suggest('distance="gower"', "--distance", "gower")
+        advice = f"; pass {flag} (scaled by the training table's ranges)" if flag else ""
+    return (
+        f"the {result.distance} distance {NO_DISCRIMINATION} on this data: {figure}, so its memorization rate "
+        f"says nothing about copying{advice}"
+    )
 
 
 def gini(values: np.ndarray) -> float:
@@ -136,12 +200,18 @@ class ReplicaResult:
             return float("nan")
         return float(self.table["exact_copy"].mean())
 
-    def warnings(self) -> list[str]:
-        """What a reader of the numbers must know: identifier columns in the inputs, undefined ratios and how
-        they were counted."""
-        return [*self.input_warnings, *self._ratio_warnings()]
+    def discriminates(self) -> bool:
+        """Whether the distance can tell copies from real unseen rows here (:func:`discrimination_warning`)."""
+        return discrimination_warning(self, self.holdout) is None
 
-    def _ratio_warnings(self) -> list[str]:
+    def warnings(self) -> list[str]:
+        """What a reader of the numbers must know: identifier columns in the inputs, a distance that cannot
+        discriminate, undefined ratios and how they were counted."""
+        degenerate = discrimination_warning(self, self.holdout)
+        return [*self.input_warnings, *([degenerate] if degenerate else []), *self._undefined_warnings()]
+
+    def _undefined_warnings(self) -> list[str]:
+        """Undefined ratios and how they were counted."""
         n = self.n_undefined_ratio
         if not n:
             return []
@@ -252,6 +322,7 @@ class ReplicaResult:
             confidence=confidence,
             n_bootstrap=n_bootstrap,
             rare_values=RareValuesSummary.from_dict(rare) if self.rare is not None else None,
+            distance_discriminates=self.discriminates(),
             warnings=self.warnings(),
             **s,
         )
@@ -302,8 +373,9 @@ class ReplicaDetector:
     Parameters
     ----------
     distance:
-        ``"fang2024"`` (default: reproduces the papers' numbers), ``"gower"`` or ``"l2"``; see
-        :mod:`tabmem.neighbors.distances`.
+        ``"gower"`` (default), ``"fang2024"`` (the papers' distance: pass it to reproduce their
+        numbers; it cannot discriminate on all-numerical tables, docs/neighbors.md) or ``"l2"``;
+        see :mod:`tabmem.neighbors.distances`.
     threshold:
         A synthetic row is a replica when ``d1/d2 < threshold``.
     nan:
@@ -325,7 +397,7 @@ class ReplicaDetector:
 
     def __init__(
         self,
-        distance: str = "fang2024",
+        distance: str = DEFAULT_DISTANCE,
         threshold: float = 1 / 3,
         *,
         nan: NanPolicy = "error",

@@ -24,6 +24,7 @@ __all__ = [
     "EXCESS_MEMORIZATION",
     "EXCESS_MEMORIZATION_CI",
     "HeavyTail",
+    "NO_DISCRIMINATION",
     "RareValuesSummary",
 ]
 
@@ -31,6 +32,8 @@ __all__ = [
 EXCESS_MEMORIZATION = "excess_memorization"
 #: its bootstrap interval
 EXCESS_MEMORIZATION_CI = "excess_memorization_ci"
+#: the words of the warning that a distance cannot tell copies from real unseen rows on the data
+NO_DISCRIMINATION = "cannot discriminate"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +126,8 @@ class AuditSummary:
     excess_exact_copy_rate: float | None = optional()
     holdout_rare_value_leakage: float | None = optional()
     excess_rare_value_leakage: float | None = optional()
+    #: False when the distance cannot tell copies from real unseen rows here (a warning says why); None: not checked
+    distance_discriminates: bool | None = optional()
     warnings: list[str]
     seconds: float | None = optional()
     schema: dict[str, Any] | None = optional()

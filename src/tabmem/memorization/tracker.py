@@ -43,6 +43,7 @@ from tabmem.errors import TabmemError
 from tabmem.memorization.dynamics import TrainingDynamics
 from tabmem.memorization.replicas import ReplicaDetector, ReplicaResult
 from tabmem.memorization.store import EPOCH_COLUMNS, concat_records, load_tracking
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 
 __all__ = ["MemorizationTracker", "load_tracking", "EPOCH_COLUMNS"]
 
@@ -57,7 +58,7 @@ class MemorizationTracker(Callback):
     n_samples:
         Rows sampled per tracked epoch; ``None`` = |train| (the papers' |G| = |D|).
     distance, threshold:
-        Passed to :class:`ReplicaDetector` (defaults: the papers' ``fang2024`` and 1/3).
+        Passed to :class:`ReplicaDetector` (defaults: ``gower`` and the papers' 1/3; ``fang2024`` reproduces the papers).
     path:
         Directory for the appendable on-disk records (``None``: memory only).
     holdout:
@@ -77,7 +78,7 @@ class MemorizationTracker(Callback):
         every: int = 1,
         n_samples: int | None = None,
         *,
-        distance: str = "fang2024",
+        distance: str = DEFAULT_DISTANCE,
         threshold: float = 1 / 3,
         path: str | Path | None = None,
         holdout: pd.DataFrame | None = None,

@@ -46,6 +46,7 @@ from tabmem.mitigation.base import AUGMENTERS, augmented_table, get_augmenter, r
 from tabmem.mitigation.evaluation import mitigation_report
 from tabmem.mitigation.ranking import RANKING_METHODS, Ranking, n_to_prune, random_ranking, rank_records
 from tabmem.mitigation.summary import MitigationReport
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 
 __all__ = ["DynamicCut", "RetrainTable", "check_dynamiccut", "needs_warmup", "retrain_table", "warmup_length"]
 
@@ -197,7 +198,7 @@ class DynamicCut(Params):
         mix: str | None = None,
         mix_ratio: float = 0.3,
         mix_params: dict[str, Any] | None = None,
-        distance: str = "fang2024",
+        distance: str = DEFAULT_DISTANCE,
         random_state: int = 0,
         dataset: str | None = None,
     ) -> None:

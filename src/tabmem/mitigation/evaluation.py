@@ -23,9 +23,10 @@ import numpy as np
 import pandas as pd
 
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
-from tabmem.memorization.replicas import ReplicaDetector
+from tabmem.memorization.replicas import ReplicaDetector, discrimination_warning
 from tabmem.metrics.report import quality_report
 from tabmem.mitigation.summary import MitigationReport, QualityScores
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 
 __all__ = ["bootstrap_excess_ci", "mitigation_report"]
 
@@ -58,7 +59,7 @@ def mitigation_report(
     pruned_rows: np.ndarray | None = None,
     holdout: pd.DataFrame | None = None,
     test: pd.DataFrame | None = None,
-    distance: str = "fang2024",
+    distance: str = DEFAULT_DISTANCE,
     quality: bool = True,
     mle_grid: str = "tabsyn",
     random_state: int = 0,
@@ -103,6 +104,7 @@ def mitigation_report(
         quality=quality_scores(orig, synthetic, schema, test=test, mle_grid=mle_grid, random_state=random_state)
         if quality
         else None,
+        warnings=[w for w in (discrimination_warning(res, hold),) if w] or None,
     )
 
 

@@ -79,6 +79,8 @@ class MitigationReport:
     holdout_memorization_rate_vs_pruned: float | None
     excess_memorization_vs_pruned: float | None
     quality: QualityScores | None = optional(QualityScores)
+    #: what a reader must know, e.g. a distance that cannot discriminate on the data (older files: absent)
+    warnings: list[str] | None = optional()
 
     def to_dict(self) -> dict[str, Any]:
         """The report as a JSON object."""

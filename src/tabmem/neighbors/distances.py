@@ -58,6 +58,7 @@ from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema, ValidatedTable, validate
 
 __all__ = [
+    "DEFAULT_DISTANCE",
     "DISTANCES",
     "Distance",
     "Queries",
@@ -72,6 +73,12 @@ __all__ = [
     "EPS64",
     "norm_rows",
 ]
+
+#: the default distance of every replica audit (audit, tracking, DynamicCut, studies, the demo):
+#: scaled by the training table's ranges. ``"fang2024"``, the papers' distance, min-max scales each
+#: query's distances, so that its nearest row is at 0: it cannot discriminate on all-numerical
+#: tables (docs/neighbors.md); pass it explicitly to reproduce the papers' numbers.
+DEFAULT_DISTANCE = "gower"
 
 EPS32 = float(np.finfo(np.float32).eps)
 EPS64 = float(np.finfo(np.float64).eps)

@@ -37,7 +37,7 @@ from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, validate
 from tabmem.errors import NotFittedError, ParameterError
 from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET, kneighbors
-from tabmem.neighbors.distances import DISTANCES, Distance, Queries, get_distance
+from tabmem.neighbors.distances import DEFAULT_DISTANCE, DISTANCES, Distance, Queries, get_distance
 
 __all__ = ["NeighborIndex"]
 
@@ -50,7 +50,7 @@ class NeighborIndex:
     Parameters
     ----------
     distance:
-        A registered distance name (``"fang2024"``, ``"gower"``, ``"l2"``; see
+        A registered distance name (``"gower"``, the default, ``"fang2024"``, ``"l2"``; see
         :mod:`tabmem.neighbors.distances`) or a :class:`Distance` instance (copied, then fitted;
         the instance passed is left untouched).
     n_jobs:
@@ -75,7 +75,7 @@ class NeighborIndex:
 
     def __init__(
         self,
-        distance: str | Distance = "fang2024",
+        distance: str | Distance = DEFAULT_DISTANCE,
         *,
         n_jobs: int | None = None,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,

@@ -89,6 +89,13 @@ def audit_tables(cell: Cell) -> list[Table]:
     return tables
 
 
+def _discrimination_row(summary: Any) -> list[list[str]]:
+    """A row under the memorization rate when the distance cannot discriminate on the data (the verdict says why)."""
+    if summary.get("distance_discriminates") is not False:
+        return []
+    return [["distance discriminates on this data", "no: the rate says nothing about copying", ""]]
+
+
 def _oneaudit_tables(a: Audit, name_distance: bool) -> list[Table]:
     s = a.summary
     rows = [
@@ -97,6 +104,7 @@ def _oneaudit_tables(a: Audit, name_distance: bool) -> list[Table]:
         ["holdout rows", _num(s.get("n_holdout")), ""],
         ["distance / threshold", f"{s.get('distance')} / {_num(s.get('threshold'), 3)}", ""],
         ["memorization rate", fmt_pct(finite(s.get("memorization_rate")), 2), _ci_pct(s.get("memorization_rate_ci"))],
+        *_discrimination_row(s),
         [
             "holdout memorization rate",
             fmt_pct(finite(s.get("holdout_memorization_rate")), 2),

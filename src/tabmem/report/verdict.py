@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tabmem.attacks.base import ATTACKS
-from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
+from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI, NO_DISCRIMINATION
 from tabmem.report.model import Attacks, Audit, Cell, Quality
 from tabmem.report.readers import finite
 
@@ -44,6 +44,7 @@ __all__ = [
     "evidence_lines",
     "privacy_finding",
     "midst_phrase",
+    "discrimination_note",
 ]
 
 
@@ -106,7 +107,29 @@ def _ci(value: Any) -> tuple[float, float] | None:
 
 
 # ----------------------------------------------------------------------------- findings
+def discrimination_note(audit: Audit | None) -> str | None:
+    """The audit's warning that its distance cannot tell copies from real unseen rows on the data, or ``None``."""
+    if audit is None or audit.get("distance_discriminates") is not False:
+        return None
+    for message in audit.get("warnings") or []:
+        if NO_DISCRIMINATION in str(message):
+            return str(message)
+    return f"the {audit.get('distance', '?')} distance {NO_DISCRIMINATION} on this data"
+
+
 def memorization_finding(audit: Audit | None) -> Finding:
+    """The memorization verdict, with the caution that the distance cannot discriminate where the audit found so."""
+    finding = _memorization_finding(audit)
+    note = discrimination_note(audit)
+    if note is None:
+        return finding
+    text = f"{finding.text} Caution: {note[0].upper()}{note[1:]}."
+    if finding.level == "alert":
+        return Finding(finding.topic, finding.level, finding.headline, text)
+    return Finding(finding.topic, "info", "distance cannot discriminate", text)
+
+
+def _memorization_finding(audit: Audit | None) -> Finding:
     if audit is None:
         return Finding("Memorization", "missing", "not measured", "No replica audit in this cell.")
     rate = finite(audit.get("memorization_rate"))

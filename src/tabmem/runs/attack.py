@@ -37,6 +37,7 @@ from tabmem.attacks.runner import DEFAULT_ATTACKS, AttackReport, run_attacks
 from tabmem.attacks.summary import AttackSummary, PrivacyHeadline
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
 from tabmem.errors import ParameterError, TabmemError, name_setting
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 from tabmem.runs.protocol import RunDirectory, RunKind
 
 __all__ = ["ATTACK_RUN", "ShadowConfig", "attack_to_dir", "risk_ledger"]
@@ -113,7 +114,7 @@ def attack_to_dir(
     shadows: ShadowConfig | None = None,
     run_dir: str | Path | None = None,
     intensity_k: int = 1,
-    replica_distance: str = "fang2024",
+    replica_distance: str = DEFAULT_DISTANCE,
     nan: str = "error",
     extra: str = "error",
     n_bootstrap: int = 200,
@@ -140,6 +141,7 @@ def attack_to_dir(
     """
     attacks = check_attack_names(attacks)
     config = _shadow_config(shadows, shadow_keywords)
+    _check_design(attacks, config.design)
     claim = _claim(config, confidence, claimed_epsilon, claimed_delta)
     with RunDirectory(out_dir, ATTACK_RUN).lock() as run:
         tables = _validate(members, non_members, synthetic, population, schema, nan=nan, extra=extra)
@@ -182,6 +184,20 @@ def _shadow_config(config: ShadowConfig | None, keywords: dict[str, Any]) -> Sha
     if config is None:
         config = ShadowConfig(**{_SHADOW_KEYWORDS[k]: v for k, v in keywords.items()})
     return replace(config, params=dict(config.params or {}))
+
+
+def _check_design(attacks: Sequence[str], design: str | None) -> None:
+    """Refuse, before any work, a shadow design that a requested shadow-model attack cannot use."""
+    if design is None:
+        return  # chosen from the attacks (_shadow_stage)
+    check_choice("shadow_design", design, ("online", "offline"))
+    for name in attacks:
+        cls = ATTACKS[name]
+        if cls.needs_shadows and design not in cls.shadow_designs:
+            setting = name_setting(f"shadow_design={design!r}", "--shadow-design", design)
+            works = " or ".join(cls.shadow_designs)
+            offline = " (lira_offline works offline)" if name.startswith("lira") else ""
+            raise ParameterError(f"{name} works with {works} shadows only, not with {setting}{offline}")
 
 
 def _claim(
@@ -344,7 +360,7 @@ def risk_ledger(
     *,
     run_dir: str | Path | None = None,
     intensity_k: int = 1,
-    distance: str = "fang2024",
+    distance: str = DEFAULT_DISTANCE,
 ) -> pd.DataFrame:
     """Per-target risk (``report.risk()``) joined with each member's replica count, DynamicCut intensity,
     LevAtt distance and LiRA score; non-members have no replica count or intensity (empty cells)."""

@@ -37,6 +37,7 @@ from tabmem.mitigation.dynamiccut import DynamicCut, RetrainTable, needs_warmup,
 from tabmem.mitigation.evaluation import mitigation_report
 from tabmem.mitigation.ranking import Ranking
 from tabmem.mitigation.summary import SUMMARY_KEYS, DynamicCutSummary, MitigationReport
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 from tabmem.runs.protocol import RunDirectory, RunKind
 from tabmem.runs.train import TRAIN_RUN, train_to_dir
 
@@ -78,7 +79,7 @@ def evaluate_run_dir(
     pruned_rows: np.ndarray | None = None,
     holdout: pd.DataFrame | None = None,
     test: pd.DataFrame | None = None,
-    distance: str = "fang2024",
+    distance: str = DEFAULT_DISTANCE,
     seed: int = 0,
     quality: bool = True,
     mle_grid: str = "tabsyn",

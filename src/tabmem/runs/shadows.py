@@ -314,6 +314,9 @@ def train_shadows(
     pending = [i for i in range(plan.n_shadows) if not shadows.stage(f"{i:03d}", SHADOW_RUN, done=SHADOW_DONE).done]
     probe = (raw_frame(targets) if design == "online" else raw_frame(pop)).iloc[:64].reset_index(drop=True)
     resolved = _check_generator(model, preset, dataset, params, probe if pending else None, schema)
+    from tabmem.generators import resolve_preset
+
+    preset = resolve_preset(model, preset)  # recorded as resolved: None for the class defaults
     settings = {
         "model": model,
         "preset": preset,

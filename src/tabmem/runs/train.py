@@ -46,10 +46,11 @@ from tabmem._io import write_frame, write_json
 from tabmem.callbacks import Callback, StopAtEpoch
 from tabmem.data.schema import Schema, validate
 from tabmem.errors import TabmemError
-from tabmem.generators import get_generator
+from tabmem.generators import DEFAULT_PRESET, get_generator, resolve_preset
 from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import ReplicaDetector
 from tabmem.memorization.tracker import MemorizationTracker
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 from tabmem.runs.protocol import RunDirectory, RunKind, flag_text
 
 CONFIG_KEYS = (
@@ -141,12 +142,12 @@ def train_to_dir(
     out_dir: str | Path,
     *,
     model: str = "tabddpm",
-    preset: str | None = "small",
+    preset: str | None = DEFAULT_PRESET,
     params: dict[str, Any] | None = None,
     seed: int = 0,
     track_every: int = 0,
     track_samples: int | None = None,
-    distance: str = "fang2024",
+    distance: str = DEFAULT_DISTANCE,
     holdout: pd.DataFrame | None = None,
     checkpoint_every: int | None = None,
     resume: bool = False,
@@ -178,6 +179,7 @@ def train_to_dir(
     if resume and overwrite:
         raise TabmemError(flag_text("resume", "overwrite") + " exclude each other")
     gen = get_generator(model, preset=preset, dataset=dataset, **dict(params or {})).check_params()
+    preset = resolve_preset(model, preset)  # recorded as resolved: None for the class defaults
     table, holdout = _validated(train, holdout, schema)
     if stop_after is not None and not 1 <= int(stop_after) <= int(gen.epochs):
         raise TabmemError(f"stop_after must be in [1, epochs={gen.epochs}], got {stop_after!r}")

@@ -31,6 +31,7 @@ import pandas as pd
 
 from tabmem._io import write_text
 from tabmem.memorization.summary import EXCESS_MEMORIZATION
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 from tabmem.report.model import Cell
 from tabmem.studies.runner import StudyOutcome, run_study
 from tabmem.studies.store import load_results
@@ -50,7 +51,7 @@ def demo_study_text(
     track_every: int = DEMO_TRACK_EVERY,
     generator: bool = True,
     quality: bool = True,
-    distance: str = "fang2024",
+    distance: str = DEFAULT_DISTANCE,
     seed: int = 0,
 ) -> str:
     """The demo's study file (TOML); ``generator=False`` keeps only the positive control."""
@@ -154,7 +155,7 @@ def run_demo(
     epochs: int = DEMO_EPOCHS,
     generator: bool = True,
     quality: bool = True,
-    distance: str = "fang2024",
+    distance: str = DEFAULT_DISTANCE,
     seed: int = 0,
     jobs: int | None = None,
     echo: Callable[[str], None] = print,

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tabmem.memorization.summary import EXCESS_MEMORIZATION, AuditSummary, DistanceEvidence
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 from tabmem.studies._fields import Field, choice, integer, number, string_list
 from tabmem.studies.estimate import audit_seconds
 from tabmem.studies.inputs import subsample_rows
@@ -37,7 +38,7 @@ class AuditStep(Step):
     """Memorization rate, Mem-AUC and per-record counts per distance, with the holdout baseline and CIs."""
 
     options = {
-        "distances": Field(["fang2024"], string_list(_distances), "replica distances, one audit each"),
+        "distances": Field([DEFAULT_DISTANCE], string_list(_distances), "replica distances, one audit each"),
         "threshold": Field(1 / 3, number(0, 1, low_open=True), "replica when d1/d2 < threshold"),
         "holdout": Field("test", choice(["test", "none"]), "real rows not trained on: the baseline"),
         "n_holdout": Field(None, integer(1, none=True), "cap on holdout rows (seeded subsample)"),

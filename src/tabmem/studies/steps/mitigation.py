@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tabmem.errors import ParameterError
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 from tabmem.studies._fields import Field, choice, integer, number, string, table
 from tabmem.studies.estimate import train_seconds
 from tabmem.studies.steps.base import CellInfo, Step, StepContext, register_step
@@ -122,7 +123,7 @@ class DynamicCutStep(Step):
         "mix_ratio": Field(0.3, number(0, None, low_open=True), "new rows of the mix, as a share of the pruned table"),
         "mix_params": Field({}, table, "the mix augmenter's parameters"),
         "distance": Field(
-            "fang2024", choice(_distances), "distance of the tracking and of the rate vs the pruned table"
+            DEFAULT_DISTANCE, choice(_distances), "distance of the tracking and of the rate vs the pruned table"
         ),
         "device": Field(None, string(), "cpu, cuda or auto (default: the generator's)"),
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tabmem.neighbors.distances import DEFAULT_DISTANCE
 from tabmem.studies._fields import Field, boolean, choice, integer, string
 from tabmem.studies.estimate import train_seconds
 from tabmem.studies.steps.base import CellInfo, Step, StepContext, register_step
@@ -41,7 +42,7 @@ class TrainStep(Step):
     options = {
         "track_every": Field(0, integer(0), "track per-record memorization every K epochs (0: off)"),
         "track_samples": Field(None, integer(1, none=True), "rows sampled per tracked epoch (default |train|)"),
-        "distance": Field("fang2024", choice(_distances), "distance of tracking and of the run's own audit"),
+        "distance": Field(DEFAULT_DISTANCE, choice(_distances), "distance of tracking and of the run's own audit"),
         "checkpoint_every": Field(None, integer(1, none=True), "epochs between checkpoints"),
         "device": Field(None, string(), "cpu, cuda or auto (default: the generator's)"),
         "holdout": Field(True, boolean, "audit the test split as the holdout baseline in summary.json"),
