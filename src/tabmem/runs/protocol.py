@@ -19,7 +19,8 @@ the shadows of an attack, a study's steps) goes through :class:`RunDirectory`:
   checkpoint, or a finished stage), starts again from scratch when the run stopped before its first
   marker, and refuses other settings naming the keys that differ;
 * **stages**: :meth:`RunDirectory.stage` says whether a sub-directory stage is finished (its
-  ``done`` file exists), resumable, or to be started again;
+  ``done`` file exists and, with ``intact``, is not damaged), resumable, or to be started again (a
+  damaged finished stage is deleted, its own files only, and made again);
 * **atomic state**: ``config.json`` and every output are written with :mod:`tabmem._io`'s atomic
   writes, so a kill leaves the old file or the whole new one.
 
