@@ -48,6 +48,13 @@ def finished_run_and_other_tools_files(tmp, out) -> None:
     (out / "notes" / "todo.md").write_text("mine\n")
 
 
+def other_tools_summary(tmp, out) -> None:
+    """Another tool's summary.json and config.json (names a training run also writes)."""
+    out.mkdir(parents=True)
+    (out / "summary.json").write_text('{"accuracy": 0.9}\n')
+    (out / "config.json").write_text('{"lr": 0.1}\n')
+
+
 def tracked_run(tmp, out) -> None:
     """``rundir``: a real tracked training run (for the rank cases)."""
     from tabmem.cli import main
@@ -94,6 +101,9 @@ CASES: list[Case] = [
          match=r"holds a tabmem attack run .*not a training run", note="exit 0: the attack's summary.json replaced"),
     Case("dir_overwrite_keeps_other_tools_files", "3 dirs", ("train",), "ok", setup=finished_run_and_other_tools_files,
          args=("--overwrite",), check=kept_other_tools_files),
+    Case("dir_train_overwrite_other_tools_summary", "3 dirs", ("train",), "error", setup=other_tools_summary,
+         args=("--overwrite",), match=r"holds config\.json, summary\.json, which no tabmem training run can be shown",
+         note="exit 0: another tool's summary.json and config.json deleted and replaced"),
     Case("dir_sample_over_a_run_file", "3 dirs", ("sample",), "error", setup=training_run_in_out,
          args=("--out", "{out}/synthetic.csv"),
          match=r"--out: .*synthetic\.csv' would replace the synthetic\.csv of the tabmem training run",

@@ -286,3 +286,20 @@ def test_two_tabmem_train_processes_into_one_directory(tmp_path):
     errors = [ln for ln in lines if ln.startswith("Error:")]
     assert len(errors) == 1 and "being written by another tabmem process" in errors[0], second.stderr
     assert "Traceback" not in second.stderr
+
+
+def test_files_of_a_run_types_names_that_no_run_of_it_wrote_are_left_alone(tmp_path):
+    """Another tool's summary.json and config.json: not a training run's, so neither deleted nor replaced."""
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "summary.json").write_text('{"theirs": 1}')
+    (out / "config.json").write_text('{"lr": 0.1}')
+    for flags in ({}, {"overwrite": True}, {"resume": True}):
+        with pytest.raises(
+            TabmemError, match=r"holds config\.json, summary\.json, which no tabmem training run can be"
+        ):
+            RunDirectory(out, TRAIN_RUN).start({"model": "m", "seed": 0}, **flags)
+    assert (out / "summary.json").read_text() == '{"theirs": 1}' and (out / "config.json").read_text() == '{"lr": 0.1}'
+    (out / "config.json").write_text('{"model": "tabddpm", "seed": 0}')  # a run killed before its first checkpoint
+    assert not RunDirectory(out, TRAIN_RUN).start({"model": "m", "seed": 0}, overwrite=True)
+    assert _listing(out) == ["config.json"]

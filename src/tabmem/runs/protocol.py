@@ -77,6 +77,7 @@ class RunKind:
     progress: str = "checkpoint.pt"  # a name or glob pattern
     config: str | None = "config.json"  # None: the settings live a level up
     signature: tuple[str, ...] = ()  # names or patterns only this run type writes: they identify it
+    config_keys: tuple[str, ...] = ()  # keys its config file always has (identifies a run with no signature file yet)
 
     def found_in(self, path: str | os.PathLike) -> list[str]:
         """The signature files of this run type in directory ``path`` (empty: not this run type)."""
@@ -105,7 +106,12 @@ RUN_FILES = (
     "records.csv",
     "tracking",
 )
-TRAIN_RUN = RunKind("training", RUN_FILES, signature=("model.pt", "checkpoint.pt", "history.csv", "tracking"))
+TRAIN_RUN = RunKind(
+    "training",
+    RUN_FILES,
+    signature=("model.pt", "checkpoint.pt", "history.csv", "tracking"),
+    config_keys=("model", "seed"),
+)
 AUDIT_RUN = RunKind(
     "audit",
     files=("summary.json", "replicas.csv", "records.csv", "rare_values.csv"),
@@ -123,6 +129,7 @@ DYNAMICCUT_RUN = RunKind(
     ("config.json", "warmup", "ranking.csv", "ranking.json", "retrain", "synthetic.csv", "summary.json"),
     progress="config.json",
     signature=("warmup", "retrain", "ranking.csv", "ranking.json"),
+    config_keys=("model", "seed", "prune_by"),
 )
 SHADOWS_RUN = RunKind(
     "shadows", ("plan.json", "[0-9][0-9][0-9]"), progress="plan.json", config="plan.json", signature=("plan.json",)
@@ -196,6 +203,26 @@ class RunDirectory:
     def holds_run(self) -> bool:
         """Whether any file this run type owns is in the directory."""
         return bool(self.owned())
+
+    def proven_own(self) -> bool:
+        """Whether the files of this run type's names in the directory can be proven to be a run of
+        it: a signature file, a config file with the run type's keys, or only atomic-write leftovers.
+        (Run types declaring neither signature nor config keys prove nothing: always True.)"""
+        kind = self.kind
+        if not kind.signature and not kind.config_keys:
+            return True
+        if kind.found_in(self.path):
+            return True
+        owned = self.owned()
+        if all(p.name.startswith(".") and ".tmp" in p.name for p in owned):
+            return True
+        if kind.config and kind.config_keys and (self.path / kind.config).is_file():
+            try:
+                doc = read_json(self.path / kind.config)
+            except TabmemError:
+                return False
+            return isinstance(doc, dict) and all(k in doc for k in kind.config_keys)
+        return False
 
     def remove(self) -> None:
         """Delete the files and folders this run type owns (and their atomic-write leftovers), nothing else."""
@@ -284,6 +311,13 @@ class RunDirectory:
         kind, out = self.kind, self.path
         marker = out / kind.progress
         has_run = self.holds_run()
+        if has_run and not self.proven_own():
+            names = ", ".join(p.name for p in self.owned()[:3])
+            raise TabmemError(
+                f"{str(out)!r} holds {names}, which no tabmem {kind.name} run can be shown to have written "
+                f"(no {', '.join(kind.signature[:2])}, no {kind.config or 'config'} of one): tabmem deletes or "
+                "replaces only its own files; choose another output directory"
+            )
         resuming = False
         if overwrite and has_run:
             self.remove()
