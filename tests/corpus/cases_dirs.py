@@ -8,6 +8,7 @@ cannot be written over its own sidecar, and ``--overwrite`` leaves another tool'
 
 from __future__ import annotations
 
+from corpus_cases import study
 from corpus_runner import TRAIN_FAST, Case, Result
 
 
@@ -46,6 +47,11 @@ def finished_run_and_other_tools_files(tmp, out) -> None:
     (out / "features.parquet").write_text("another tool's table\n")
     (out / "notes").mkdir()
     (out / "notes" / "todo.md").write_text("mine\n")
+
+
+def study_and_a_training_run_in_out(tmp, out) -> None:
+    study()(tmp, out)
+    training_run_in_out(tmp, out)
 
 
 def other_tools_summary(tmp, out) -> None:
@@ -97,6 +103,9 @@ CASES: list[Case] = [
          match=r"holds a tabmem audit run .*not an attack run", note="exit 0: the audit's summary.json replaced"),
     Case("dir_audit_into_a_study", "3 dirs", ("audit",), "error", setup=study_in_out,
          match=r"holds a tabmem study run .*not an audit run", note="exit 0: an audit written into the study folder"),
+    Case("dir_run_into_a_training_run", "3 dirs", ("run",), "error", setup=study_and_a_training_run_in_out,
+         match=r"holds a tabmem training run .*not a study run",
+         note="exit 0: study.toml, manifest.json, cells/, steps/ written into the training run's folder"),
     Case("dir_train_into_an_attack_run", "3 dirs", ("train",), "error", setup=attack_run_in_out,
          match=r"holds a tabmem attack run .*not a training run", note="exit 0: the attack's summary.json replaced"),
     Case("dir_overwrite_keeps_other_tools_files", "3 dirs", ("train",), "ok", setup=finished_run_and_other_tools_files,
