@@ -174,7 +174,7 @@ BAD = [
     (_sub("epochs = 2", "epochs = 0"), "[[generators]] #1: epochs must be an integer in [1, inf]"),
     (_sub("n_bootstrap = 50", "n_bootstrap = 50\nthreshold = 2"), "[audit] threshold must be a number in (0, 1]"),
     (_sub('distances = ["fang2024", "gower"]', 'distances = ["l3"]'), "[audit] distances: unknown value 'l3'"),
-    (_sub("seeds = [0]", "seeds = [-1]"), "[study] seeds must be an integer in [0, inf]"),
+    (_sub("seeds = [0]", "seeds = [-1]"), "[study] seeds must be an integer in [0, 9223372036854775807], got -1"),
     (_sub("threads = 1", "threads = 0"), "[study] threads must be an integer in [1, inf]"),
     (_sub('path = "data/train.csv"', 'path = "data/nope.csv"'), "[[datasets]] #1: path: file not found"),
     (_sub('label = "toy"\npath', 'name = "adult"\npath'), "[[datasets]] #1: give exactly one of name"),

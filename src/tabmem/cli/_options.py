@@ -4,7 +4,11 @@
   :func:`choice_option`, :func:`file_option`, :func:`out_dir_option`, :func:`model_option`, ...);
   a command passes only what the option means to it (its help, sometimes its default), so flag,
   destination, type, range and default display cannot drift apart between commands.
-* **Reading a table**: ``--encoding`` on every command that reads a file; column kinds from
+* **Reading a table**: ``--encoding`` on every command that reads a file; ``--sep``,
+  ``--decimal`` and ``--exclude`` on every command with :func:`schema_options`: these three are
+  kept in the click context (not passed to the command) and applied by :func:`read_user_table`
+  to every table the command reads (``--exclude`` leaves the named columns out of each, and
+  :func:`infer_schema` checks that the training table had them); column kinds from
   ``--categorical``/``--numerical`` (comma-separated or repeated: ``--categorical a,b`` equals
   ``--categorical a --categorical b``) and ``--target``; the same flags refine a registered
   dataset's schema (``--dataset adult --categorical age``). :func:`training_table_options`
@@ -42,6 +46,7 @@ __all__ = [
     "columns_option",
     "count_option",
     "data_dir_option",
+    "decimal_option",
     "default_threads",
     "dir_option",
     "distance_option",
@@ -50,6 +55,7 @@ __all__ = [
     "echo_warning",
     "encoding_option",
     "epochs_option",
+    "exclude_option",
     "executor_option",
     "file_option",
     "FiniteRange",
@@ -73,6 +79,7 @@ __all__ = [
     "read_user_table",
     "schema_options",
     "seed_option",
+    "sep_option",
     "set_torch_threads",
     "threads_option",
     "torch_options",
@@ -314,8 +321,64 @@ def torch_options(f: Callable) -> Callable:
     return f
 
 
+#: ``ctx.meta`` key of the table-reading settings (``sep``, ``decimal``, ``exclude``) and of what was read
+READING = "tabmem.reading"
+
+
+def _reading(ctx: click.Context | None = None) -> dict[str, Any]:
+    """The table-reading state of the running command (empty outside a command)."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is None:
+        return {}
+    return ctx.meta.setdefault(READING, {"notes": {}, "warned": set()})
+
+
+def _keep_setting(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    _reading(ctx)[param.name] = value
+    return value
+
+
+def sep_option() -> Callable[[Callable], Callable]:
+    """``--sep`` of CSV inputs (default: the separator that fits the file); kept for :func:`read_user_table`."""
+    return click.option(
+        "--sep",
+        type=click.Choice([",", ";", "tab", "|"]),
+        default=None,
+        expose_value=False,
+        callback=_keep_setting,
+        help="Field separator of CSV inputs (default: the one among , ; tab | that fits the file).",
+    )
+
+
+def decimal_option() -> Callable[[Callable], Callable]:
+    """``--decimal`` of CSV inputs (default: ``,`` where a ``;``/tab file holds decimal commas)."""
+    return click.option(
+        "--decimal",
+        type=click.Choice([".", ","]),
+        default=None,
+        expose_value=False,
+        callback=_keep_setting,
+        help="Decimal mark of CSV inputs (default: ',' where a file not separated by ',' holds decimal commas).",
+    )
+
+
+def exclude_option() -> Callable[[Callable], Callable]:
+    """``--exclude COLS``: columns left out of every input table (an identifier, for instance)."""
+    return click.option(
+        "--exclude",
+        multiple=True,
+        expose_value=False,
+        callback=_keep_setting,
+        help="Columns to leave out of every input table, e.g. an identifier (comma-separated or repeated).",
+    )
+
+
 def schema_options(f: Callable) -> Callable:
-    """``--categorical``, ``--numerical``, ``--target`` and ``--encoding``."""
+    """``--categorical``, ``--numerical``, ``--target`` and ``--encoding``; ``--sep``, ``--decimal`` and
+    ``--exclude`` (kept in the context, applied by :func:`read_user_table`)."""
+    f = exclude_option()(f)
+    f = decimal_option()(f)
+    f = sep_option()(f)
     f = encoding_option()(f)
     f = click.option("--target", default=None, help="Target column (classification or regression label).")(f)
     f = columns_option("numerical")(f)
@@ -355,15 +418,30 @@ class LoadedTable:
 
 
 def echo_schema(schema: Schema, source: str) -> None:
-    """One line on stderr with the column kinds inferred from ``source``."""
-    num = ", ".join(schema.numerical) or "none"
-    cat = ", ".join(schema.categorical) or "none"
+    """One line on stderr with the column kinds inferred from ``source`` and how the file was read
+    (separator, decimal comma, codes read as text, ``NA``-like categories kept, columns left out)."""
+    from tabmem.data.io import describe_read
+
+    def names(cols: tuple[str, ...]) -> str:  # a name holding a separator is quoted
+        return ", ".join(repr(c) if any(ch in c for ch in ",;:") else c for c in cols) or "none"
+
+    num, cat = names(schema.numerical), names(schema.categorical)
     target = f"; target: {schema.target} ({schema.task})" if schema.target else ""
-    click.echo(f"schema inferred from {source}: numerical: {num}; categorical: {cat}{target}", err=True)
+    notes = _reading().get("notes", {}).get(str(source), {})
+    read = describe_read(notes)
+    if notes.get("excluded"):
+        read = "; ".join(filter(None, [read, f"left out: {', '.join(notes['excluded'])} (--exclude)"]))
+    read = f" (read: {read})" if read else ""
+    click.echo(f"schema inferred from {source}{read}: numerical: {num}; categorical: {cat}{target}", err=True)
 
 
 def echo_warning(message: str) -> None:
-    """One ``warning:`` line on stderr."""
+    """One ``warning:`` line on stderr (a message already printed by this command is not repeated)."""
+    warned = _reading().get("warned")
+    if warned is not None:
+        if message in warned:
+            return
+        warned.add(message)
     click.echo(f"warning: {message}", err=True)
 
 
@@ -378,17 +456,36 @@ def echo_threads(workers: int, threads: int, what: str = "") -> None:
 
 
 def read_user_table(path: str | os.PathLike, *, encoding: str = "utf-8", option: str = "") -> pd.DataFrame:
-    """Read a CSV/Parquet file given on the command line (errors name the option)."""
-    from tabmem.data.io import read_table
+    """Read a CSV/Parquet file given on the command line (errors name the option).
 
+    The command's ``--sep`` and ``--decimal`` apply; the ``--exclude`` columns are left out when
+    the table has them (``table.attrs["tabmem.excluded"]`` lists those it had).
+    """
+    from tabmem.data.io import read_notes, read_table
+
+    state = _reading()
+    sep = state.get("sep")
     try:
-        return read_table(path, encoding=encoding)
+        table = read_table(
+            path, encoding=encoding, sep="\t" if sep == "tab" else sep, decimal=state.get("decimal") or None
+        )
     except LookupError:
         raise TabmemError(f"--encoding: unknown text encoding {encoding!r}") from None
     except IsADirectoryError:
         raise TabmemError(f"{option or 'input'}: {str(path)!r} is a directory, not a table file") from None
     except PermissionError:
         raise TabmemError(f"{option or 'input'}: {str(path)!r} cannot be read (permission denied)") from None
+    notes = read_notes(table)
+    exclude = column_names(state.get("exclude"))
+    present = [c for c in exclude if c in table.columns]
+    if present:
+        table = table.drop(columns=present)
+        notes["excluded"] = present
+    table.attrs["tabmem.read"] = notes
+    table.attrs["tabmem.excluded"] = present
+    if state:
+        state["notes"][str(path)] = notes
+    return table
 
 
 def infer_schema(
@@ -398,14 +495,28 @@ def infer_schema(
     target: str | None = None,
     name: str | None = None,
 ) -> Schema:
-    """The column kinds of a table read from a file, with the ``--categorical``/``--numerical``/``--target`` flags."""
-    return Schema.infer(
+    """The column kinds of a table read from a file, with the ``--categorical``/``--numerical``/``--target`` flags.
+
+    A column named by ``--exclude`` that the table did not have is an error; columns that look
+    like identifiers (:func:`~tabmem.data.schema.key_like_columns`) give one ``warning:`` line.
+    """
+    from tabmem.data.schema import key_columns_warning, key_like_columns
+
+    excluded = set(table.attrs.get("tabmem.excluded", ()))
+    absent = [c for c in column_names(_reading().get("exclude")) if c not in excluded]
+    if absent:
+        raise TabmemError(f"--exclude: column {absent[0]!r} is not in the training table")
+    schema = Schema.infer(
         table,
         categorical=column_names(categorical),
         numerical=column_names(numerical),
         target=target or None,
         name=name,
     )
+    keys = key_like_columns(table, schema)
+    if keys:
+        echo_warning(key_columns_warning(keys))
+    return schema
 
 
 def load_training_table(
@@ -426,14 +537,34 @@ def load_training_table(
         from tabmem.data.datasets import load_dataset
 
         ds = load_dataset(dataset, data_dir=data_dir)
-        schema = ds.schema
+        schema, train_df, test_df = ds.schema, ds.train, ds.test
+        exclude = column_names(_reading().get("exclude"))
+        if exclude:
+            schema, train_df, test_df = _without(exclude, schema, train_df, test_df, dataset)
         if cat or num or target:
             schema = schema.with_overrides(categorical=cat, numerical=num, target=target or None)
-        return LoadedTable(ds.train, schema, ds.test, {"dataset": dataset})
+        return LoadedTable(train_df, schema, test_df, {"dataset": dataset})
     assert train is not None
     table = read_user_table(train, encoding=encoding, option="--train")
     schema = infer_schema(table, cat, num, target, name=Path(train).stem)
     return LoadedTable(table, schema, None, {"train": str(train)}, inferred=True)
+
+
+def _without(
+    exclude: list[str], schema: Schema, train: pd.DataFrame, test: pd.DataFrame | None, dataset: str
+) -> tuple[Schema, pd.DataFrame, pd.DataFrame | None]:
+    """A registered dataset's schema and splits without the ``--exclude`` columns."""
+    absent = [c for c in exclude if c not in schema.columns]
+    if absent:
+        raise TabmemError(f"--exclude: column {absent[0]!r} is not in the dataset {dataset!r}")
+    if schema.target in exclude:
+        raise TabmemError(f"--exclude: column {schema.target!r} is the dataset's target")
+    keep = lambda cols: tuple(c for c in cols if c not in exclude)  # noqa: E731
+    schema = Schema(keep(schema.columns), keep(schema.numerical), keep(schema.categorical), schema.target,
+                    schema.task, schema.name)  # fmt: skip
+    drop = [c for c in exclude if c in train.columns]
+    test = test.drop(columns=[c for c in exclude if c in test.columns]) if test is not None else None
+    return schema, train.drop(columns=drop), test
 
 
 def prepare_out_dir(path: str | os.PathLike, option: str = "--out", kind: RunKind | None = None) -> Path:

@@ -12,6 +12,7 @@ are printed.
 from __future__ import annotations
 
 import importlib.util
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from tabmem._io import write_json
@@ -57,7 +59,7 @@ def demo(out, distance, epochs, no_generator, no_quality, jobs, seed) -> None:
     every = min(DEMO_TRACK_EVERY, epochs)
     console.print(
         f"[bold]tabmem demo[/bold]: diabetes (scikit-learn; 353 training rows, 89 held-out rows, 11 columns), "
-        f"run as a study in {out_dir}/ (its file: {out_dir / 'demo.toml'}).\n"
+        f"run as a study in {escape(str(out_dir))}/ (its file: {escape(str(out_dir / 'demo.toml'))}).\n"
         "  noisy-resample  a positive control, NOT a generative model: training rows drawn again, 30% exact "
         "copies, the rest jittered; it leaks by construction"
     )
@@ -121,7 +123,7 @@ def own_table_lines(study: Path) -> list[str]:
     return [
         "tabmem audit --train train.csv --synthetic synthetic.csv --holdout holdout.csv --out audit/",
         "tabmem attack --members train.csv --non-members holdout.csv --synthetic synthetic.csv --out attack/",
-        f'cp {study} mine.toml    # then its [[datasets]] entry: path = "train.csv"  test = "holdout.csv"  target = "y"',
+        f'cp {shlex.quote(str(study))} mine.toml    # then its [[datasets]] entry: path = "train.csv"  test = "holdout.csv"  target = "y"',
         "tabmem run mine.toml --out runs/mine && tabmem report runs/mine",
     ]
 

@@ -37,6 +37,7 @@ missing value is the category ``"<NA>"``. This removes the dtype trap of the pap
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Sequence, get_args
 
@@ -245,6 +246,72 @@ class Schema:
         return Schema(self.columns, tuple(num), tuple(cat), tgt, task, self.name)
 
 
+#: name parts that mark a key: ``patient_id``, ``PatientID``, ``record_key``, ``uuid``, ``case_no``, ``mrn``
+KEY_NAME_PARTS = frozenset({"id", "key", "uuid", "guid", "code", "number", "no", "nr", "num", "mrn", "ssn"})
+#: tables with fewer rows are not checked for keys (any column is unique on a handful of rows)
+KEY_MIN_ROWS = 20
+_NAME_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_ID_VALUE = re.compile(
+    r"[A-Za-z]{0,6}[-_]?\d{3,}\Z|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z"
+)
+
+
+def key_like_columns(table: pd.DataFrame, schema: Schema | None = None) -> list[str]:
+    """Columns of ``table`` that look like identifiers (keys), in table order.
+
+    A key holds one distinct value per row, none missing, of integer or text kind (a float with
+    decimals is a measurement, never a key), and has a key-like name (``id``, ``*_id``, ``key``,
+    ``uuid``, ``code``, ``number``/``no``, ``mrn``, ...: :data:`KEY_NAME_PARTS`) or key-like values
+    (consecutive integers in file order, ``P000123``-style or UUID strings). The target is never
+    a key. Tables under :data:`KEY_MIN_ROWS` rows are not checked. Nothing is dropped here: the
+    caller warns (:func:`key_columns_warning`) and the user decides.
+    """
+    n = len(table)
+    if n < KEY_MIN_ROWS:
+        return []
+    target = schema.target if schema is not None else None
+    out = []
+    for j, col in enumerate(table.columns):
+        if str(col) == target:
+            continue
+        s = table.iloc[:, j]
+        if s.isna().any() or s.nunique(dropna=False) != n:
+            continue
+        dtype = s.dtype
+        parts = [p.lower() for p in _NAME_PART.findall(str(col))]
+        named = bool(parts) and (parts[-1] in KEY_NAME_PARTS or parts[0] in {"id", "uuid", "guid"})
+        if pd.api.types.is_bool_dtype(dtype):
+            continue
+        if pd.api.types.is_integer_dtype(dtype) or (
+            pd.api.types.is_float_dtype(dtype) and bool(np.all(np.mod(s.to_numpy(dtype=float), 1.0) == 0))
+        ):
+            values = s.to_numpy(dtype=float) if pd.api.types.is_float_dtype(dtype) else s.to_numpy()
+            consecutive = bool(np.all(np.diff(values) == 1))
+            if named or consecutive:
+                out.append(str(col))
+        elif pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+            values = [str(v).strip() for v in s.tolist()]
+            if named or all(_ID_VALUE.match(v) for v in values):
+                out.append(str(col))
+    return out
+
+
+def key_columns_warning(columns: Sequence[str]) -> str:
+    """The warning about identifier columns: what they do to the figures and how to leave them out."""
+    names = ", ".join(repr(c) for c in columns)
+    flag = suggest(f"table.drop(columns={list(columns)!r})", "--exclude")
+    if flag is None:
+        how = "drop them from the input files"
+    elif flag.startswith("--"):
+        how = f"leave them out with --exclude {','.join(columns)}"
+    else:
+        how = f"leave them out of every table ({flag})"
+    return (
+        f"column(s) {names} look like identifiers (one distinct value per row): a key makes every row unique "
+        f"and moves the distances (and the holdout baseline) by the ids, not the records; {how}"
+    )
+
+
 #: a text column is "numeric except for a few cells" when at most this share of its values is not a number
 MOSTLY_NUMERIC_SHARE = 0.05
 
@@ -254,13 +321,29 @@ def _looks_categorical(series: pd.Series, max_int_categories: int) -> bool:
     if pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
         return True
     if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
-        # object columns of numbers (e.g. read from JSON) still count as numerical
+        # object columns of numbers (e.g. read from JSON) still count as numerical, codes do not
         coerced = pd.to_numeric(series, errors="coerce")
-        return bool(coerced.isna().sum() > series.isna().sum())
+        return bool(coerced.isna().sum() > series.isna().sum()) or _is_code_column(series)
     if pd.api.types.is_integer_dtype(dtype):
+        if series.notna().any() and (int(series.max()) > MAX_EXACT_INT or int(series.min()) < -MAX_EXACT_INT):
+            return True  # ids beyond 2^53 would collide as floats: categories
         distinct = series.nunique(dropna=True)
         return distinct <= max_int_categories and 2 * distinct <= int(series.notna().sum())
     return False
+
+
+#: integers beyond this magnitude lose digits as floats
+MAX_EXACT_INT = 2**53
+_DIGITS = re.compile(r"[+-]?\d+\Z")
+_LEADING_ZERO = re.compile(r"[+-]?0\d+\Z")
+
+
+def _is_code_column(series: pd.Series) -> bool:
+    """A text column of digit strings where one has a leading zero (``00501``) or one is beyond 2^53: codes."""
+    values = [str(v).strip() for v in series.dropna().unique()]
+    if not values or not all(_DIGITS.match(v) for v in values):
+        return False
+    return any(_LEADING_ZERO.match(v) for v in values) or any(abs(int(v)) > MAX_EXACT_INT for v in values)
 
 
 def _non_numeric_cells(series: pd.Series) -> np.ndarray | None:

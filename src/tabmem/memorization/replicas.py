@@ -30,7 +30,16 @@ import pandas as pd
 from tabmem._checks import check_choice, check_int, check_n_jobs, check_number, check_positive_int
 from tabmem._io import write_frame, write_json
 from tabmem.data.encoding import TableEncoder
-from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, validate
+from tabmem.data.schema import (
+    NanPolicy,
+    Schema,
+    UnseenPolicy,
+    ValidatedTable,
+    key_columns_warning,
+    key_like_columns,
+    raw_frame,
+    validate,
+)
 from tabmem.errors import NotFittedError, suggest
 from tabmem.memorization.copies import ExactCopies, RareValueCounts, RareValues
 from tabmem.memorization.summary import AuditSummary, DistanceEvidence, HeavyTail, RareValuesSummary
@@ -97,6 +106,7 @@ class ReplicaResult:
     duplicates: str = "papers"
     n_undefined_ratio: int = 0  # ratios d1/d2 that are undefined (before the duplicates rule)
     rare: RareValueCounts | None = field(default=None, repr=False)
+    input_warnings: list[str] = field(default_factory=list)  # about the inputs (identifier columns)
 
     # ---------------------------------------------------------------- dataset
     @property
@@ -127,7 +137,11 @@ class ReplicaResult:
         return float(self.table["exact_copy"].mean())
 
     def warnings(self) -> list[str]:
-        """What a reader of the numbers must know: undefined ratios and how they were counted."""
+        """What a reader of the numbers must know: identifier columns in the inputs, undefined ratios and how
+        they were counted."""
+        return [*self.input_warnings, *self._ratio_warnings()]
+
+    def _ratio_warnings(self) -> list[str]:
         n = self.n_undefined_ratio
         if not n:
             return []
@@ -349,6 +363,7 @@ class ReplicaDetector:
         self.copies_ = ExactCopies().fit(checked.data, schema)
         self.rare_ = RareValues(self.rare_k).fit(checked.data, schema)
         self.training_table_ = checked  # the validated training table, for analyses that need its rows
+        self.key_columns_ = key_like_columns(raw_frame(train), schema)  # identifiers: warned about, never dropped
         return self
 
     def validate(
@@ -416,6 +431,15 @@ class ReplicaDetector:
         hold = None
         if holdout is not None:
             hold = self.score(holdout, nan=nan, unseen=unseen, extra=extra, name="holdout", progress=progress)
+        keys = getattr(self, "key_columns_", [])
         return ReplicaResult(
-            table, self.n_train_, float(self.threshold), self.distance, hold, self.duplicates, undefined, rare
+            table,
+            self.n_train_,
+            float(self.threshold),
+            self.distance,
+            hold,
+            self.duplicates,
+            undefined,
+            rare,
+            input_warnings=[key_columns_warning(keys)] if keys and name != "holdout" else [],
         )

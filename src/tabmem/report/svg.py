@@ -58,6 +58,10 @@ RC = {
     "legend.fontsize": 8,
     "svg.fonttype": "path",  # glyphs as paths: the page looks the same whatever fonts the reader has
     "svg.hashsalt": "tabmem-report",
+    # every label, title and tick of a figure may hold a user's column or category name (``$\foo$``,
+    # ``$5``): shown literally, never parsed as math text nor handed to LaTeX
+    "text.parse_math": False,
+    "text.usetex": False,
 }
 WIDTH = 10.0  # inches: 960 px at the browser's 96 px per inch, the width of the report's column
 

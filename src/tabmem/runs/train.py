@@ -169,50 +169,59 @@ def train_to_dir(
         raise TabmemError(f"stop_after must be in [1, epochs={gen.epochs}], got {stop_after!r}")
     if checkpoint_every is None:
         checkpoint_every = track_every if track_every else max(1, int(gen.epochs) // 10)
-    config = {
-        "model": model,
-        "preset": preset,
-        "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in gen.get_params().items()},
-        "seed": int(seed),
-        "track_every": int(track_every),
-        "track_samples": track_samples,
-        "distance": distance,
-        "checkpoint_every": int(checkpoint_every),
-        "source": source or {},
-        "schema": schema.to_dict(),
-        "stop_after": None if stop_after is None else int(stop_after),
-    }
+    config = {"model": model, "preset": preset, "params": _json_params(gen), "seed": int(seed),
+              "track_every": int(track_every), "track_samples": track_samples, "distance": distance,
+              "checkpoint_every": int(checkpoint_every), "source": source or {}, "schema": schema.to_dict(),
+              "stop_after": None if stop_after is None else int(stop_after)}  # fmt: skip
     run = RunDirectory(out_dir, TRAIN_RUN)
     warn = _Warnings(on_warning)
     with run.lock():
         resuming = run.start(config, resume=resume, overwrite=overwrite, compare=_settings_differ, warn=warn)
         tracker = _tracker(run.path, track_every, track_samples, distance, seed)
-        callbacks = [c for c in (tracker, StopAtEpoch(int(stop_after)) if stop_after else None) if c is not None]
-        callbacks.append(_Progress(int(stop_after or gen.epochs), enabled=progress))
-        t0 = time.perf_counter()
-        ckpt = run.path / TRAIN_RUN.progress
-        gen.fit(table, schema, callbacks=callbacks, random_state=seed, resume_from=ckpt if resuming else None,
-                checkpoint_every=checkpoint_every, checkpoint_path=ckpt)  # fmt: skip
-        train_seconds = time.perf_counter() - t0
-        gen.save(run.path / "model.pt")
-        write_frame(run.path / "history.csv", pd.DataFrame(gen.history_))
+        seconds = _fit(gen, table, schema, run.path, tracker, stop_after=stop_after, progress=progress, seed=seed,
+                       resuming=resuming, checkpoint_every=int(checkpoint_every))  # fmt: skip
         summary, counts = _final_audit(run.path, gen, table, schema, tracker, holdout, distance=distance, seed=seed,
-                               duplicates=duplicates, evidence=evidence, q=q)  # fmt: skip
-        summary.update(
-            model=model,
-            preset=preset,
-            epochs=int(gen.epoch_),
-            seed=int(seed),
-            train_seconds=train_seconds,
-            n_train=int(gen.n_train_),
-            final_loss=gen.history_[-1].get("loss") if gen.history_ else None,
-        )
+                                       duplicates=duplicates, evidence=evidence, q=q)  # fmt: skip
+        summary.update(model=model, preset=preset, epochs=int(gen.epoch_), seed=int(seed), train_seconds=seconds,
+                       n_train=int(gen.n_train_), final_loss=gen.history_[-1].get("loss") if gen.history_ else None)  # fmt: skip
         for message in summary.get("warnings", []):
             warn(message)
         summary["warnings"] = warn.messages
         _write_dynamics(run.path, tracker, summary, counts, q)
         write_json(run.path / "summary.json", summary)
     return summary
+
+
+def _json_params(gen: Any) -> dict[str, Any]:
+    """The generator's resolved parameters as config.json holds them (tuples as lists)."""
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in gen.get_params().items()}
+
+
+def _fit(
+    gen: Any,
+    table: Any,
+    schema: Schema,
+    out: Path,
+    tracker: MemorizationTracker | None,
+    *,
+    stop_after: int | None,
+    progress: bool,
+    seed: int,
+    resuming: bool,
+    checkpoint_every: int,
+) -> float:
+    """Train (or resume) ``gen`` with its callbacks, checkpointing into ``out``; save model.pt and history.csv.
+    Returns the training seconds."""
+    callbacks: list[Any] = [c for c in (tracker, StopAtEpoch(int(stop_after)) if stop_after else None) if c is not None]
+    callbacks.append(_Progress(int(stop_after or gen.epochs), enabled=progress))
+    ckpt = out / TRAIN_RUN.progress
+    t0 = time.perf_counter()
+    gen.fit(table, schema, callbacks=callbacks, random_state=seed, resume_from=ckpt if resuming else None,
+            checkpoint_every=checkpoint_every, checkpoint_path=ckpt)  # fmt: skip
+    seconds = time.perf_counter() - t0
+    gen.save(out / "model.pt")
+    write_frame(out / "history.csv", pd.DataFrame(gen.history_))
+    return seconds
 
 
 def _validated(train: pd.DataFrame, holdout: pd.DataFrame | None, schema: Schema) -> tuple[Any, Any]:

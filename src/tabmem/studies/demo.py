@@ -19,6 +19,7 @@ Nothing here prints or stores a training record's values beyond what the steps w
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
@@ -100,7 +101,7 @@ step = "dynamiccut"
 warmup_epochs = {warmup}
 track_every = {every}
 prune = 0.10
-distance = "{distance}"
+distance = {_toml_str(distance)}
 
 [[exclude]]   # the positive control has nothing to learn or unlearn
 generator = "noisy-resample"
@@ -109,10 +110,10 @@ mitigation = "dynamiccut-10"
     text += f"""
 [train]
 track_every = {every}
-distance = "{distance}"
+distance = {_toml_str(distance)}
 
 [audit]
-distances = ["{distance}"]
+distances = [{_toml_str(distance)}]
 
 [attack]
 attacks = ["levatt", "dcr", "mc", "density"]   # DOMIAS needs a reference set diabetes cannot spare
@@ -125,8 +126,13 @@ mle_grid = "tiny"
     return text
 
 
+def _toml_str(x: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's: quotes, backslashes, control characters)."""
+    return json.dumps(str(x), ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
 def _toml_list(items: list[str]) -> str:
-    return "[" + ", ".join(f'"{x}"' for x in items) + "]"
+    return "[" + ", ".join(_toml_str(x) for x in items) + "]"
 
 
 @dataclass

@@ -42,7 +42,7 @@ DATASET_FIELDS: dict[str, Field] = {
     "numerical": Field([], string_list(empty=True), "columns to treat as numerical"),
     "encoding": Field("utf-8", string(), "text encoding of CSV files"),
     "n_train": Field(None, integer(2), "keep this many training rows (seeded subsample)"),
-    "subsample_seed": Field(0, integer(0), "seed of the n_train subsample"),
+    "subsample_seed": Field(0, integer(0, 2**63 - 1), "seed of the n_train subsample"),
 }
 
 
@@ -54,6 +54,7 @@ class DatasetEntry:
     identity: dict[str, Any]
     n_rows: int | None  # training rows after subsampling (None: unknown before loading)
     n_columns: int
+    n_test: int | None = None  # rows of the test split (None: unknown before loading, or no test split)
     name: str | None = None
     path: str | None = None
     test: str | None = None
@@ -118,12 +119,14 @@ def parse_dataset(values: dict[str, Any], base_dir: Path, where: str) -> Dataset
         if v["n_train"] is not None and total is not None and v["n_train"] > total:
             raise ParameterError(f"{where}n_train: {v['name']} has {total:,} training rows, asked for {v['n_train']:,}")
         n_rows = total if v["n_train"] is None else v["n_train"]
+        _check_columns(kinds, list(spec.columns), f"dataset {v['name']!r}", where)
         identity = {"dataset": v["name"], **common}
         return DatasetEntry(
             label=v["label"] or v["name"],
             identity=identity,
             n_rows=n_rows,
             n_columns=len(spec.columns),
+            n_test=(spec.sizes or {}).get("test"),
             name=v["name"],
             encoding=v["encoding"],
             **common,
@@ -132,6 +135,7 @@ def parse_dataset(values: dict[str, Any], base_dir: Path, where: str) -> Dataset
 
     files: dict[str, str] = {}
     shapes: dict[str, tuple[int, int]] = {}
+    columns: dict[str, list[str]] = {}
     for key in ("path", "test"):
         if not v[key]:
             continue
@@ -144,8 +148,17 @@ def parse_dataset(values: dict[str, Any], base_dir: Path, where: str) -> Dataset
         except LookupError:
             raise ParameterError(f"{where}encoding: unknown text encoding {v['encoding']!r}") from None
         shapes[key] = table.shape
+        columns[key] = [str(c) for c in table.columns]
         files[key] = str(p.resolve())
     n_total = shapes["path"][0]
+    _check_columns(kinds, columns["path"], Path(files["path"]).name, where)
+    if "test" in files:  # the test rows are scored with the training table's schema: every column is needed
+        lacking = [c for c in columns["path"] if c not in columns["test"]]
+        if lacking:
+            raise ParameterError(
+                f"{where}test: {Path(files['test']).name} lacks column {lacking[0]!r} of {Path(files['path']).name}"
+                + (f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else "")
+            )
     if v["n_train"] is not None and v["n_train"] > n_total:
         raise ParameterError(
             f"{where}n_train: {Path(files['path']).name} has {n_total:,} rows, asked for {v['n_train']:,}"
@@ -161,11 +174,22 @@ def parse_dataset(values: dict[str, Any], base_dir: Path, where: str) -> Dataset
         identity=identity,
         n_rows=n_total if v["n_train"] is None else v["n_train"],
         n_columns=shapes["path"][1],
+        n_test=shapes["test"][0] if "test" in shapes else None,
         path=files["path"],
         test=files.get("test"),
         encoding=v["encoding"],
         **common,
     )
+
+
+def _check_columns(kinds: dict[str, Any], columns: list[str], table: str, where: str) -> None:
+    """``target``, ``categorical`` and ``numerical`` must name columns of the table (checked when the file is read)."""
+    for key in ("target", "categorical", "numerical"):
+        names = kinds[key] if isinstance(kinds[key], list) else [kinds[key]] if kinds[key] else []
+        missing = [c for c in names if c not in columns]
+        if missing:
+            shown = ", ".join(repr(c) for c in columns[:12]) + (", ..." if len(columns) > 12 else "")
+            raise ParameterError(f"{where}{key}: {missing[0]!r} is not a column of {table} (columns: {shown})")
 
 
 def load_inputs(entry: DatasetEntry, data_dir: str | os.PathLike | None = None) -> CellData:

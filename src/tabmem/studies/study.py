@@ -121,9 +121,14 @@ def _threads(key: str, v: Any) -> Any:
     return integer(1)(key, v)
 
 
+#: largest seed: results.parquet stores seeds as 64-bit signed integers, and the generators derive
+#: their streams from the seed modulo 2**63 (a larger seed would repeat a smaller one's cells)
+MAX_SEED = 2**63 - 1
+
+
 def _seeds(key: str, v: Any) -> list[int]:
     items = v if isinstance(v, list) else [v]
-    out = [integer(0)(key, s) for s in items]
+    out = [integer(0, MAX_SEED)(key, s) for s in items]
     if not out:
         raise ParameterError(f"{key} must list at least one seed")
     if len(set(out)) != len(out):
@@ -183,7 +188,7 @@ def _table_list(key: str, v: Any) -> list[dict[str, Any]]:
 def _match_value(key: str, v: Any) -> list[Any]:
     items = v if isinstance(v, list) else [v]
     if key == "seed":
-        return [integer(0)(key, s) for s in items]
+        return [integer(0, MAX_SEED)(key, s) for s in items]
     return [string()(key, s) for s in items]
 
 
@@ -304,7 +309,7 @@ def load_study(path: str | Path) -> Study:
     if not p.is_file():
         raise TabmemError(f"study file not found: {str(p)!r}")
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+        doc = tomllib.loads(p.read_text(encoding="utf-8-sig"))  # a byte-order mark (Windows editors) is dropped
     except tomllib.TOMLDecodeError as exc:
         raise ParameterError(f"{p.name}: not valid TOML ({exc})") from None
     except UnicodeDecodeError:

@@ -82,15 +82,27 @@ def decimals_needed(values: np.ndarray, max_decimals: int) -> int:
 
 
 def format_fixed(values: np.ndarray, decimals: int, nan_token: str) -> np.ndarray:
-    """Fixed-point strings (object array); NaN -> ``nan_token``; ``-0`` -> ``0``."""
-    v = np.round(values.astype(np.float64), decimals)
-    v[v == 0] = 0.0  # drop the sign of -0.0
-    fmt = f"{{:.{decimals}f}}"
-    out = np.array([fmt.format(x) for x in v.tolist()], dtype=object)
+    """Fixed-point strings (object array); NaN -> ``nan_token``; ``-0`` -> ``0``.
+
+    Each value is formatted from its exact binary value (``format(x, ".{d}f")``, as Python, CSV
+    writers and the LLM generators' own string conversion do: ``1.20625`` -> ``1.2063``), never
+    rounded first with ``np.round``, which rounds the *scaled* value half-to-even and can land on
+    the other side of a tie (``1.2062``) and so turn an exact copy into a one-edit near miss.
+    """
+    v = values.astype(np.float64)
+    fmt = f".{int(decimals)}f"
+    out = np.array([_fixed(x, fmt) for x in v.tolist()], dtype=object)
     nan = np.isnan(v)
     if nan.any():
         out[nan] = nan_token
     return out
+
+
+def _fixed(x: float, fmt: str) -> str:
+    text = format(x, fmt)
+    if text.startswith("-") and not text.strip("-0."):  # -0.00 (a tiny negative or -0.0): drop the sign
+        return text[1:]
+    return text
 
 
 def join_columns(columns: Sequence[np.ndarray], delimiter: str, n_rows: int) -> list[str]:

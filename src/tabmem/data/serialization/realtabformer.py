@@ -37,6 +37,17 @@ def _token_text(s: str) -> str:
     return s.replace(" ", "\u2581")
 
 
+def _magnitudes(values: np.ndarray, decimals: int) -> list[int]:
+    """``|x| * 10**decimals`` as integers, rounded as Python prints ``x`` (``format(x, ".{d}f")``).
+
+    The digits are those of the value written with ``decimals`` decimals (``1.20625`` at 4 ->
+    ``12063``), not of ``np.round`` of the scaled value, which rounds half-to-even on the scaled
+    binary product (``12062``).
+    """
+    fmt = f".{int(decimals)}f"
+    return [int(format(abs(x), fmt).replace(".", "")) for x in values.tolist()]
+
+
 @register_serializer("realtabformer")
 class REaLTabFormerSerializer(RowSerializer):
     """Digit-per-position tokens with a position-specific vocabulary (REaLTabFormer).
@@ -66,8 +77,7 @@ class REaLTabFormerSerializer(RowSerializer):
                 v = clean[c].to_numpy(dtype=np.float64)
                 fin = v[np.isfinite(v)]
                 dec = decimals_needed(fin, int(self.numeric_precision))
-                mag = np.round(np.abs(fin) * 10.0**dec) if fin.size else np.zeros(1)
-                top = int(mag.max()) if mag.size else 0
+                top = max(_magnitudes(fin, dec), default=0)
                 width = max(1, len(str(top)))
                 if width > self.max_digits:
                     raise TabmemError(
@@ -112,14 +122,14 @@ class REaLTabFormerSerializer(RowSerializer):
             raise SchemaError("table", [f"column {c!r}: {int(nan.sum())} missing value(s), none in training"])
         if (~nan & (v < 0)).any() and not spec["signed"]:
             raise SchemaError("table", [f"column {c!r}: negative values, training had none"])
-        mag = np.round(np.abs(np.where(nan, 0.0, v)) * 10.0 ** spec["decimals"])
-        too_big = mag >= 10.0 ** spec["width"]
-        if too_big.any():
+        mag = _magnitudes(np.where(nan, 0.0, v), spec["decimals"])
+        n_too_big = sum(x >= 10 ** spec["width"] for x in mag)
+        if n_too_big:
             raise SchemaError(
                 "table",
-                [f"column {c!r}: {int(too_big.sum())} value(s) wider than the {spec['width']} digits of training"],
+                [f"column {c!r}: {n_too_big} value(s) wider than the {spec['width']} digits of training"],
             )
-        m = mag.astype(np.int64)
+        m = np.array(mag, dtype=np.int64)
         prefix = f"{j}_{_token_text(c)}_"
         if spec["signed"]:
             sign = np.where(nan, "@", np.where(v < 0, "-", "+"))

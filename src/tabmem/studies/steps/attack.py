@@ -91,6 +91,7 @@ class AttackStep(Step):
             )
         if config["shadows"]:
             require_test(cell, "shadows", "test", where)  # the population comes from the test split
+            _check_shadow_population(config, cell, where)
             from tabmem.studies.steps.train import TrainStep
 
             gen = TrainStep.configure({"device": None}, cell, where)
@@ -225,6 +226,55 @@ class AttackStep(Step):
 
             total += config["shadows"] * train_seconds({**config["generator"], "holdout": False}, cell)
         return total
+
+
+def _check_shadow_population(config: Mapping[str, Any], cell: CellInfo, where: str) -> None:
+    """Refuse, when the study is read, shadow settings whose population (or shadow training set) is too small.
+
+    The shadows train on halves of the targets topped up from the population: the test rows left once
+    the reference (``reference = "test"``: half of them) and the non-members are taken. With
+    ``n_non_members`` unset every remaining test row is a non-member and the population is empty.
+    The sizes are those known before loading (a file's rows; a registered dataset's catalogue sizes);
+    rows dropped later for equalling a target can still make a run fail.
+    """
+    k, design = config["shadows"], config["shadow_design"]
+    if config["n_non_members"] is None:
+        n_test = cell.dataset.n_test
+        hint = f" (e.g. n_non_members = {max(1, _split_test(n_test, config) // 2)})" if n_test else ""
+        raise ParameterError(
+            f"{where}shadows = {k}: the shadow population is the test rows that are not non-members, and with "
+            f"n_non_members unset every test row is a non-member (population empty): set n_non_members{hint}"
+        )
+    n_rows, n_test = cell.dataset.n_rows, cell.dataset.n_test
+    if n_rows is None or n_test is None:
+        return
+    available = _split_test(n_test, config)
+    members = min(n_rows, config["n_members"] or n_rows)
+    non_members = min(available, config["n_non_members"])
+    population = available - non_members
+    targets = members + non_members
+    if design == "online":
+        need = members - targets // 2  # each shadow trains on as many rows as there are members
+        if (targets + 1) // 2 > members:
+            raise ParameterError(
+                f"{where}shadows: online shadows train on half of the {targets} targets ({(targets + 1) // 2} rows), "
+                f"more than the {members} members each shadow trains on: lower n_non_members (at most {members}) "
+                'or set shadow_design = "offline"'
+            )
+    else:
+        need = members
+    if need > population:
+        raise ParameterError(
+            f"{where}shadows: each {design} shadow needs {need} population rows but the population holds {population} "
+            f"(the {available} test rows{' left by the reference' if config['reference'] == 'test' else ''} minus "
+            f"n_non_members = {non_members}): lower n_non_members or n_members"
+        )
+
+
+def _split_test(n_test: int | None, config: Mapping[str, Any]) -> int:
+    """Test rows left for non-members and population (``reference = "test"`` keeps half of them)."""
+    n = int(n_test or 0)
+    return n // 2 if config["reference"] == "test" else n
 
 
 def _cap(frame, cap: int | None, seed: int):
