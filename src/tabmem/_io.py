@@ -3,6 +3,10 @@
 * Atomic: a file is written to a temporary name in the same directory and renamed over the
   target (``os.replace``), so a crash or a kill leaves either the old file or the whole new one,
   never a truncated one. Run directories rely on this to stay resumable.
+* Damaged files: :func:`reading` turns what a damaged or foreign file raises while tabmem reads
+  one of its own files (``KeyError``, ``TypeError``, ``ValueError``, ``UnicodeDecodeError``,
+  ``EOFError``...) into one :class:`TabmemError` line naming the file; :func:`read_json` (with
+  ``require=``) and :func:`read_frame` read through it.
 * Strict JSON: ``NaN``/``Infinity`` are not JSON (Python's ``json`` writes them by default and
   other readers reject the file). :func:`jsonable` turns numpy scalars and arrays, tuples and
   paths into plain JSON values and every non-finite float into ``null``; :func:`write_json`
@@ -11,10 +15,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +27,22 @@ import numpy as np
 
 from tabmem.errors import TabmemError
 
-__all__ = ["jsonable", "dumps_json", "write_json", "read_json", "atomic_write", "write_text", "write_frame"]
+__all__ = [
+    "jsonable",
+    "dumps_json",
+    "write_json",
+    "read_json",
+    "read_frame",
+    "reading",
+    "damage",
+    "DAMAGE",
+    "atomic_write",
+    "write_text",
+    "write_frame",
+]
+
+#: what reading a damaged file raises (pandas' and pyarrow's parser errors are ValueErrors)
+DAMAGE = (KeyError, IndexError, TypeError, ValueError, UnicodeDecodeError, EOFError, AttributeError, OSError)
 
 
 def jsonable(obj: Any) -> Any:
@@ -84,15 +104,65 @@ def write_json(path: str | Path, obj: Any) -> Path:
     return write_text(path, dumps_json(obj) + "\n")
 
 
-def read_json(path: str | Path) -> Any:
-    """Read a JSON file; a missing or malformed file raises :class:`TabmemError` naming it."""
+def damage(exc: BaseException) -> str:
+    """What is wrong with a file, from what reading it raised (one line)."""
+    if isinstance(exc, KeyError):
+        return f"the entry {exc.args[0]!r} is missing" if exc.args else "an entry is missing"
+    if isinstance(exc, UnicodeDecodeError):
+        return "it is not UTF-8 text (a binary file?)"
+    if isinstance(exc, EOFError):
+        return "it ends early (truncated)"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def reading(path: str | Path, what: str = "file") -> Iterator[Path]:
+    """Read ``path`` (a file tabmem wrote) in the block: a damaged file stops with one
+    :class:`TabmemError` naming it (:data:`DAMAGE`; a missing one: 'not found') instead of a
+    ``KeyError``/``TypeError``/``UnicodeDecodeError``; a :class:`TabmemError` raised inside passes."""
     p = Path(path)
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        yield p
+    except TabmemError:
+        raise
+    except FileNotFoundError:
+        raise TabmemError(f"{what} not found: {str(p)!r}") from None
+    except DAMAGE as exc:
+        raise TabmemError(f"{what} {str(p)!r} is damaged or not one tabmem wrote ({damage(exc)})") from None
+
+
+def read_json(path: str | Path, *, require: Sequence[str] = ()) -> Any:
+    """Read a JSON file; a missing or malformed file raises :class:`TabmemError` naming it, and so
+    does one that is not an object with every key of ``require``."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise TabmemError(f"file not found: {str(p)!r}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TabmemError(f"{str(p)!r} is not a readable JSON file ({exc})") from None
+        raise TabmemError(f"{str(p)!r} is not a readable JSON file ({damage(exc)})") from None
+    if require:
+        if not isinstance(doc, dict):
+            raise TabmemError(f"{str(p)!r} is damaged: a JSON object was expected, not {type(doc).__name__}")
+        missing = [k for k in require if k not in doc]
+        if missing:
+            raise TabmemError(f"{str(p)!r} is damaged: it lacks the field(s) {', '.join(missing)}")
+    return doc
+
+
+def read_frame(path: str | Path, what: str = "file", **kwargs: Any) -> Any:
+    """Read a CSV or Parquet file tabmem wrote (by suffix) as a DataFrame; a damaged one (binary,
+    truncated, columns missing) raises one :class:`TabmemError` naming it (:func:`reading`)."""
+    import pandas as pd
+
+    p = Path(path)
+    with reading(p, what):
+        if p.suffix.lower() in {".parquet", ".pq"}:
+            return pd.read_parquet(p, **kwargs)
+        return pd.read_csv(p, encoding="utf-8", **kwargs)
 
 
 def write_frame(path: str | Path, frame: Any) -> Path:

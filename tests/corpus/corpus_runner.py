@@ -260,6 +260,8 @@ def base_argv(command: str, files: dict[str, Path], out: Path, model: Path | Non
         return ["datasets"]
     if command == "run":
         return ["run", str(out.parent / "study.toml"), "--jobs", "1", "--out", str(out)]
+    if command == "rank":
+        return ["rank", "--run", str(out.parent / "rundir"), "--out", str(out / "ranking.csv")]
     if command == "report":
         return ["report", str(out.parent / "rundir"), "--out", str(out / "report.html")]
     if command == "demo":

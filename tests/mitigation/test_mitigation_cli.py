@@ -159,10 +159,13 @@ def test_rank_command_writes_a_ranking_usable_for_transfer(files, tmp_path, caps
         ["rank", "--run", run_dir, "--by", "intensity", "--warmup-epochs", "1", "--out", tmp_path / "i.csv"], capsys
     )
     assert code == 2 and "no tracked epoch <= warmup_epochs=1" in text
+    code, text = run(["rank", "--run", run_dir, "--by", "count", "--out", tmp_path / "count.parquet"], capsys)
+    assert code == 0 and pd.read_parquet(tmp_path / "count.parquet").equals(r)  # a ranking as Parquet, by suffix
     code, text = run(
-        ["dynamiccut", "--train", files["train"], *BASE, *TINY, "--no-quality", "--ranking", tmp_path / "count.csv",
+        ["dynamiccut", "--train", files["train"], *BASE, *TINY, "--no-quality", "--ranking", tmp_path / "count.parquet",
          "--out", tmp_path / "dc"],
         capsys,
     )  # fmt: skip
     assert code == 0, text
-    assert json.loads((tmp_path / "dc" / "summary.json").read_text())["prune_by"] == "count"
+    summary = json.loads((tmp_path / "dc" / "summary.json").read_text())
+    assert summary["prune_by"] == "count" and summary["ranking_source"].endswith("count.parquet")

@@ -37,6 +37,7 @@ import pandas as pd
 from tabmem._checks import available_cpus, check_n_jobs
 from tabmem.data.schema import Schema
 from tabmem.errors import ParameterError, TabmemError
+from tabmem.runs.protocol import RunDirectory, RunKind, check_out_file
 
 __all__ = [
     "address_option",
@@ -571,11 +572,17 @@ def _without(
     return schema, train.drop(columns=drop), test
 
 
-def prepare_out_dir(path: str | os.PathLike, option: str = "--out") -> Path:
-    """Create the output directory (and its parents); one clear line when that is impossible."""
+def prepare_out_dir(path: str | os.PathLike, option: str = "--out", kind: RunKind | None = None) -> Path:
+    """Create the output directory (and its parents); one clear line when that is impossible, or when
+    it holds a tabmem run of another type than ``kind`` (:meth:`RunDirectory.check_kind`)."""
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise TabmemError(f"{option}: {str(out)!r} exists and is not a directory")
+    if kind is not None:
+        try:
+            RunDirectory(out, kind).check_kind()
+        except TabmemError as exc:
+            raise TabmemError(f"{option}: {exc}") from None
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".tabmem-write-test-{os.getpid()}"
@@ -587,12 +594,14 @@ def prepare_out_dir(path: str | os.PathLike, option: str = "--out") -> Path:
 
 
 def prepare_out_file(path: str | os.PathLike, option: str = "--out", suffixes: tuple[str, ...] = ()) -> Path:
-    """Check an output file before any work: its suffix, and that its folder can be created and written."""
+    """Check an output file before any work: its suffix, that it would not replace a file of the run
+    directory it sits in (:func:`check_out_file`), and that its folder can be created and written."""
     out = Path(path)
     if suffixes and out.suffix.lower() not in suffixes:
         raise TabmemError(f"{option} must end in {' or '.join(suffixes)}, got {str(out)!r}")
     if out.is_dir():
         raise TabmemError(f"{option}: {str(out)!r} is a directory, not a file")
+    check_out_file(out, option)
     prepare_out_dir(out.parent if str(out.parent) else ".", option)
     return out
 

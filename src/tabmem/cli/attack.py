@@ -43,6 +43,7 @@ from tabmem.cli._options import (
     threads_option,
 )
 from tabmem.errors import TabmemError
+from tabmem.runs.protocol import ATTACK_RUN
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -153,7 +154,7 @@ def attack(
 
     check_pool(options["executor"], options["address"])
     names = _attack_names(attacks, serializer)
-    out = prepare_out_dir(out_dir)
+    out = prepare_out_dir(out_dir, kind=ATTACK_RUN)
     members, non_members, synthetic, reference, population = _read_tables(**options)
     options["jobs"] = resolve_n_jobs(options["jobs"], "--jobs")
     shadows = _shadow_config(threads=threads, **options)

@@ -38,7 +38,7 @@ from tabmem.cli._options import (
 from tabmem.errors import TabmemError
 from tabmem.memorization.replicas import DUPLICATES, ReplicaDetector
 from tabmem.memorization.summary import AuditSummary
-from tabmem.runs.audit import audit_to_dir
+from tabmem.runs.audit import AUDIT_RUN, audit_to_dir
 
 PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
 
@@ -193,7 +193,7 @@ def audit(
 ) -> None:
     """Find synthetic rows that replicate training rows (d1/d2 < threshold), exact copies and rare-value leakage."""
     console = Console()
-    out_dir = prepare_out_dir(out)
+    out_dir = prepare_out_dir(out, kind=AUDIT_RUN)
     loaded = load_training_table(**table)
     train_df, schema = loaded.table, loaded.schema
     if loaded.inferred:

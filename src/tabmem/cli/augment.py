@@ -23,6 +23,7 @@ from tabmem.cli._options import (
     seed_option,
     training_table_options,
 )
+from tabmem.runs.protocol import AUGMENT_RUN, RunDirectory
 
 
 @click.command("augment")
@@ -53,7 +54,8 @@ def augment(
     p = parse_params(params)
     aug = get_augmenter(method, **p)  # unknown methods and arguments fail before any data is read
     loaded = load_training_table(**table)
-    prepare_out_dir(out_dir)
+    prepare_out_dir(out_dir, kind=AUGMENT_RUN)
+    click.get_current_context().with_resource(RunDirectory(out_dir, AUGMENT_RUN).lock())  # one writer
     new = aug.fit(loaded.table, loaded.schema).augment(n_new=n_new, ratio=ratio, random_state=seed)
     write_frame(out_dir / "augmented.csv", augmented_table(loaded.table, new))
     summary = {

@@ -26,6 +26,7 @@ from rich.table import Table
 from tabmem._io import write_json
 from tabmem.cli._options import distance_option, epochs_option, n_jobs_option, prepare_out_dir, seed_option
 from tabmem.errors import TabmemError
+from tabmem.runs.protocol import STUDY_RUN
 
 
 def _attack_name(name: str | None) -> str:
@@ -53,7 +54,7 @@ def demo(out, distance, epochs, no_generator, no_quality, jobs, seed) -> None:
         raise TabmemError("tabmem demo trains generators and needs torch: pip install 'tabmem[all]' torch==2.13.0")
     console = Console(highlight=False)
     t0 = time.perf_counter()
-    out_dir = prepare_out_dir(out)
+    out_dir = prepare_out_dir(out, kind=STUDY_RUN)
     epochs = epochs or DEMO_EPOCHS
     every = min(DEMO_TRACK_EVERY, epochs)
     console.print(

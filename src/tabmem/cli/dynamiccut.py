@@ -39,6 +39,7 @@ from tabmem.cli._options import (
 from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
 from tabmem.mitigation.ranking import RANKING_METHODS
 from tabmem.mitigation.summary import DynamicCutSummary
+from tabmem.runs.protocol import DYNAMICCUT_RUN
 
 
 @click.command("dynamiccut")
@@ -155,7 +156,7 @@ def dynamiccut(
     if test_path is not None:
         test = read_user_table(test_path, encoding=table["encoding"], option="--test")
         source["test"] = str(test_path)
-    prepare_out_dir(out_dir)
+    prepare_out_dir(out_dir, kind=DYNAMICCUT_RUN)
     set_torch_threads(threads)
     cut = DynamicCut(
         model,

@@ -23,6 +23,7 @@ from tabmem.cli._options import (
     threads_option,
 )
 from tabmem.errors import TabmemError
+from tabmem.runs.protocol import QUALITY_RUN, RunDirectory
 
 
 @click.command("quality")
@@ -83,7 +84,8 @@ def quality(
     if unknown:
         raise TabmemError(f"--metrics: unknown metric(s) {unknown}; choose from {', '.join(SUMMARY_KEYS)}")
     threads = threads or threads_per_worker(n_jobs)
-    prepare_out_dir(out_dir)
+    prepare_out_dir(out_dir, kind=QUALITY_RUN)
+    click.get_current_context().with_resource(RunDirectory(out_dir, QUALITY_RUN).lock())  # one writer
     real = read_user_table(real_path, encoding=encoding, option="--real")
     synthetic = read_user_table(synthetic_path, encoding=encoding, option="--synthetic")
     test = read_user_table(test_path, encoding=encoding, option="--test") if test_path else None

@@ -35,6 +35,7 @@ from tabmem.cli._options import (
 )
 from tabmem.errors import TabmemError
 from tabmem.memorization.replicas import DUPLICATES
+from tabmem.runs.protocol import TRAIN_RUN
 
 
 @click.command("train")
@@ -112,7 +113,7 @@ def train(
     preset_name = None if preset.lower() == "none" else preset
     # the preset and every parameter are checked before any table is read
     get_generator(model, preset=preset_name, dataset=table["dataset"], **p).check_params()
-    prepare_out_dir(out_dir)
+    prepare_out_dir(out_dir, kind=TRAIN_RUN)
     loaded = load_training_table(**table)
     train_df, schema, holdout, source = loaded.table, loaded.schema, loaded.test, dict(loaded.source)
     if loaded.inferred:

@@ -60,9 +60,10 @@ resumed run yields exactly the weights of an uninterrupted one (on CPU).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -71,7 +72,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem._checks import check_number, check_positive_int, check_random_state
-from tabmem._io import atomic_write
+from tabmem._io import atomic_write, reading
 from tabmem._params import Params
 from tabmem._registry import Registry
 from tabmem.callbacks import CallbackProtocol
@@ -91,6 +92,11 @@ FORMAT = "tabmem-generator"
 #: 2: encoder statistics as plain lists (``TableEncoder.to_state``) and ``category_dtypes``;
 #: format 1 (float64 tensors, no category levels) is still read.
 FORMAT_VERSION = 2
+#: the entries every generator file has (format 1 lacked ``category_dtypes``; ``stopped_early`` is optional)
+PAYLOAD_ENTRIES = (
+    "class", "params", "schema", "dtypes", "encoder", "n_train", "fingerprint", "seed", "epoch", "history", "rng",
+    "state",
+)  # fmt: skip
 _DEFAULT_SAMPLE_BATCH = 10_000
 
 
@@ -331,7 +337,8 @@ class TabularGenerator(Params):
         ckpt = None
         if resume_from is not None:
             ckpt = self._read_file(resume_from)
-            self._check_resume(ckpt)
+            with reading(self._model_file(resume_from), "checkpoint"):
+                self._check_resume(ckpt)
             seed = int(ckpt["seed"])
         else:
             seed = check_random_state(random_state)
@@ -349,10 +356,12 @@ class TabularGenerator(Params):
             with self._private_global_rng():
                 self._build(table.data, schema)
             if ckpt is not None:
-                self.epoch_ = int(ckpt["epoch"])
-                self.history_ = list(ckpt["history"])
-                self._load_state_dict(ckpt["state"])
-                self._rngs.load_state_dict(ckpt["rng"], epoch=self.epoch_)
+                ckpt_file = self._model_file(resume_from)
+                with reading(ckpt_file, "checkpoint"), _state_errors(ckpt_file):
+                    self.epoch_ = int(ckpt["epoch"])
+                    self.history_ = list(ckpt["history"])
+                    self._load_state_dict(ckpt["state"])
+                    self._rngs.load_state_dict(ckpt["rng"], epoch=self.epoch_)
             for cb in callbacks:
                 if hasattr(cb, "on_fit_start"):
                     cb.on_fit_start(self)
@@ -522,14 +531,19 @@ class TabularGenerator(Params):
         return self.save_checkpoint(path)
 
     @staticmethod
-    def _read_file(path: str | Path) -> dict[str, Any]:
-        _require_torch()
+    def _model_file(path: str | Path) -> Path:
+        """``path`` itself, or the ``model.pt`` (else ``checkpoint.pt``) of the directory ``path``."""
         p = Path(path)
         if p.is_dir():
             for candidate in ("model.pt", "checkpoint.pt"):
                 if (p / candidate).is_file():
-                    p = p / candidate
-                    break
+                    return p / candidate
+        return p
+
+    @staticmethod
+    def _read_file(path: str | Path) -> dict[str, Any]:
+        _require_torch()
+        p = TabularGenerator._model_file(path)
         if not p.is_file():
             where = " (no model.pt or checkpoint.pt in it)" if Path(path).is_dir() else ""
             raise TabmemError(f"no saved generator at {str(path)!r}{where}")
@@ -546,25 +560,38 @@ class TabularGenerator(Params):
             ) from None
         if not isinstance(payload, dict) or payload.get("format") != FORMAT:
             raise TabmemError(f"{str(p)!r} is not a tabmem generator file")
-        if int(payload.get("version", 0)) > FORMAT_VERSION:
+        with reading(p, "generator file"):
+            newer = int(payload.get("version", 0)) > FORMAT_VERSION
+        if newer:
             raise TabmemError(f"{str(p)!r} was written by a newer tabmem (format {payload['version']})")
+        missing = [k for k in PAYLOAD_ENTRIES if k not in payload]
+        if missing:
+            raise TabmemError(
+                f"generator file {str(p)!r} is damaged: it lacks the entry {', '.join(map(repr, missing))}"
+            )
         return payload
 
     @classmethod
     def load(cls, path: str | Path, *, device: str | None = None) -> TabularGenerator:
         """Load a generator written by :meth:`save` or a checkpoint; ready to :meth:`sample`."""
         payload = cls._read_file(path)
+        p = cls._model_file(path)
         name = payload["class"]
-        if name not in GENERATORS:
+        if not isinstance(name, str) or name not in GENERATORS:
             raise TabmemError(f"{str(path)!r} holds a {name!r} generator, which is not available here")
         target = GENERATORS.get(name)
         if cls is not TabularGenerator and not issubclass(target, cls):
             raise TabmemError(f"{str(path)!r} holds a {name!r} generator, not a {cls.__name__}")
-        params = dict(payload["params"])
+        with reading(p, "generator file"):
+            params = dict(payload["params"])
         if device is not None:
             params["device"] = device
-        gen = target(**params)
-        gen._restore(payload)
+        try:
+            gen = target(**params)
+        except (TabmemError, TypeError) as exc:  # an unknown or invalid entry of its "params"
+            raise TabmemError(f"generator file {str(p)!r} is damaged: its params entry is not valid ({exc})") from None
+        with reading(p, "generator file"), _state_errors(p):
+            gen._restore(payload)
         return gen
 
     def _restore(self, payload: dict[str, Any]) -> None:
@@ -585,6 +612,19 @@ class TabularGenerator(Params):
             self._build(self.encoder_.placeholder_table(self.n_train_), schema)
         self._load_state_dict(payload["state"])
         self._rngs.load_state_dict(payload["rng"], epoch=self.epoch_)
+
+
+@contextlib.contextmanager
+def _state_errors(path: Path) -> Iterator[None]:
+    """torch's ``load_state_dict`` errors (missing, unexpected or mis-sized weights) as one line naming the file."""
+    try:
+        yield
+    except RuntimeError as exc:
+        text = str(exc).strip().splitlines()
+        reason = " ".join(line.strip() for line in text[1:3])[:200] or (text[0][:200] if text else "RuntimeError")
+        raise TabmemError(
+            f"generator file {str(path)!r} is damaged: its weights do not fit the model ({reason})"
+        ) from None
 
 
 #: name -> generator class; the built-in generators are imported when first asked for.

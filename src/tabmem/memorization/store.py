@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabmem._io import read_json
+from tabmem._io import read_frame, read_json, reading
 from tabmem.errors import TabmemError
 
 __all__ = ["EPOCH_COLUMNS", "RECORD_COLUMNS", "load_tracking", "concat_records"]
@@ -41,10 +41,12 @@ def load_tracking(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[st
     meta_path = p / "tracker.json"
     if not meta_path.is_file():
         raise TabmemError(f"{str(p)!r} holds no memorization tracking (tracker.json missing)")
-    meta = read_json(meta_path)
-    epochs = pd.read_csv(p / "epochs.csv") if (p / "epochs.csv").is_file() else pd.DataFrame(columns=EPOCH_COLUMNS)
-    recs = {int(f.stem.split("=")[1]): pd.read_parquet(f) for f in sorted((p / "records").glob("epoch=*.parquet"))}
-    tracked = set(epochs["epoch"].astype(int)) if len(epochs) else set()
+    meta = read_json(meta_path, require=("n_train",))
+    ep_path = p / "epochs.csv"
+    epochs = read_frame(ep_path) if ep_path.is_file() else pd.DataFrame(columns=EPOCH_COLUMNS)
+    with reading(ep_path):
+        tracked = set(epochs["epoch"].astype(int)) if len(epochs) else set()
+    recs = {int(f.stem.split("=")[1]): read_frame(f) for f in sorted((p / "records").glob("epoch=*.parquet"))}
     recs = {e: r for e, r in recs.items() if e in tracked}
     return epochs, concat_records(recs), meta
 

@@ -27,7 +27,6 @@ run. No raw training values are ever written (only row positions).
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem._checks import check_positive_int, check_random_state
-from tabmem._io import write_frame, write_json
+from tabmem._io import read_frame, read_json, reading, write_frame, write_json
 from tabmem.callbacks import Callback
 from tabmem.callbacks import TrainingRun as TabularGenerator
 from tabmem.errors import TabmemError
@@ -203,8 +202,10 @@ class MemorizationTracker(Callback):
         }
         meta_path = self.path / "tracker.json"
         if start > 0 and meta_path.is_file():
-            old = json.loads(meta_path.read_text())
-            if int(old.get("n_train", -1)) != int(self.n_train_):
+            old = read_json(meta_path, require=("n_train",))
+            with reading(meta_path):
+                old_n = int(old["n_train"])
+            if old_n != int(self.n_train_):
                 raise TabmemError(
                     f"MemorizationTracker: {str(self.path)!r} tracks a table of {old.get('n_train')} rows, not {self.n_train_}"
                 )
@@ -216,16 +217,17 @@ class MemorizationTracker(Callback):
             if start == 0 or e > start:
                 f.unlink()
             else:
-                keep[e] = pd.read_parquet(f)
+                keep[e] = read_frame(f)
         for f in rec_dir.glob(".*.tmp*"):
             f.unlink()
         self._records = keep
         ep_path = self.path / "epochs.csv"
         if start > 0 and ep_path.is_file():
-            old_epochs = pd.read_csv(ep_path)
-            self.epochs_ = [
-                r for r in old_epochs.to_dict("records") if int(r["epoch"]) <= start and int(r["epoch"]) in keep
-            ]
+            old_epochs = read_frame(ep_path)
+            with reading(ep_path):
+                self.epochs_ = [
+                    r for r in old_epochs.to_dict("records") if int(r["epoch"]) <= start and int(r["epoch"]) in keep
+                ]
         else:
             self.epochs_ = []
         self._write_epochs()

@@ -22,7 +22,8 @@ Methods (:data:`RANKING_METHODS`), from per-record memorization tracking
 
 Files: :meth:`Ranking.save` writes ``ranking.csv`` (``train_row, score, rank`` plus any extra
 columns such as ``pruned``) and a sidecar ``ranking.json`` (method, |train|, fingerprint,
-parameters). :meth:`Ranking.load` reads both; a CSV without its sidecar is accepted only when its
+parameters); ``ranking.parquet`` instead, by suffix (a ``.json`` ranking file is refused: its
+sidecar would overwrite it). :meth:`Ranking.load` reads both, by suffix; a CSV without its sidecar is accepted only when its
 rows are a permutation of ``0..N-1`` for the expected N (the table's identity then cannot be
 checked, which :attr:`Ranking.fingerprint` = ``None`` records).
 """
@@ -46,6 +47,7 @@ from tabmem.memorization.store import load_tracking
 
 __all__ = [
     "RANKING_METHODS",
+    "RANKING_SUFFIXES",
     "Ranking",
     "count_ranking",
     "first_memorization_ranking",
@@ -57,6 +59,8 @@ __all__ = [
 
 RANKING_METHODS = ("intensity", "count", "first-memorization", "random")
 COLUMNS = ["train_row", "score", "rank"]
+#: what a ranking file may end in (CSV or Parquet, read and written by suffix)
+RANKING_SUFFIXES = (".csv", ".parquet", ".pq")
 
 
 def n_to_prune(n_train: int, prune: float) -> int:
@@ -162,7 +166,7 @@ class Ranking:
     # --------------------------------------------------------------- files
     def save(self, path: str | Path, *, extra: dict[str, np.ndarray] | None = None) -> Path:
         """Write ``path`` (CSV: train_row, score, rank and ``extra`` columns) and its ``.json`` sidecar."""
-        p = Path(path)
+        p = _ranking_path(path)
         table = self.table.copy()
         for k, v in (extra or {}).items():
             table[k] = np.asarray(v)
@@ -186,10 +190,13 @@ class Ranking:
         p = Path(path)
         if not p.is_file():
             raise TabmemError(f"ranking file not found: {str(p)!r}")
+        parquet = p.suffix.lower() in {".parquet", ".pq"}
         try:
-            table = pd.read_csv(p)
-        except (OSError, ValueError, pd.errors.ParserError) as exc:
-            raise TabmemError(f"{str(p)!r} is not a readable ranking CSV ({exc})") from None
+            table = pd.read_parquet(p) if parquet else pd.read_csv(p)
+        except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+            what = "Parquet" if parquet else "CSV"
+            reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+            raise TabmemError(f"{str(p)!r} is not a readable ranking {what} ({reason})") from None
         missing = [c for c in COLUMNS if c not in table.columns]
         if missing:
             raise TabmemError(f"ranking file {str(p)!r} lacks column(s) {missing} (expected train_row, score, rank)")
@@ -209,12 +216,27 @@ class Ranking:
         meta_path = p.with_suffix(".json")
         if meta_path.is_file():
             meta = read_json(meta_path)
+            if not isinstance(meta, dict) or meta.get("format") not in (None, "tabmem-ranking"):
+                raise TabmemError(f"{str(meta_path)!r} is not the sidecar of a tabmem ranking")
+            if not isinstance(meta.get("n_train", n), int):
+                raise TabmemError(f"{str(meta_path)!r}: n_train must be a whole number, got {meta.get('n_train')!r}")
             if int(meta.get("n_train", n)) != n:
                 raise TabmemError(f"{str(meta_path)!r} describes {meta.get('n_train')} records but the CSV has {n}")
             return cls(
                 table, str(meta.get("method", "unknown")), meta.get("fingerprint"), dict(meta.get("params") or {})
             )
         return cls(table, "file", None, {"source": str(p)})
+
+
+def _ranking_path(path: str | Path) -> Path:
+    """A ranking file's path: CSV or Parquet, so that its ``.json`` sidecar is another file."""
+    p = Path(path)
+    if p.suffix.lower() not in RANKING_SUFFIXES:
+        raise TabmemError(
+            f"a ranking file ends in {' or '.join(RANKING_SUFFIXES)} (its .json sidecar is written beside it), "
+            f"got {str(p)!r}"
+        )
+    return p
 
 
 # ------------------------------------------------------------------- methods

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabmem._io import read_json
+from tabmem._io import read_frame, read_json
 from tabmem.attacks.base import ATTACKS
 from tabmem.attacks.summary import is_attack_summary
 from tabmem.errors import TabmemError
@@ -78,7 +78,7 @@ def _audit_part(p: Path, summary: dict[str, Any], notes: list[str]) -> Audit:
     counts = None
     records = p / "records.csv"
     if records.is_file():
-        counts = pd.read_csv(records, usecols=["replica_count"])["replica_count"].to_numpy(dtype=np.int64)
+        counts = read_frame(records, usecols=["replica_count"])["replica_count"].to_numpy(dtype=np.int64)
     else:
         notes.append(f"{p}: no records.csv, so no per-record replica counts (the heavy-tail plot is left out)")
     if EXCESS_MEMORIZATION in summary and EXCESS_MEMORIZATION_CI not in summary:
@@ -100,12 +100,12 @@ def read_attack_dir(path: str | Path, notes: list[str] | None = None) -> Attacks
     attacks = Attacks(summary=summary, path=str(p))
     names = list(attacks.results)
     if (p / "roc.csv").is_file():
-        attacks.roc = pd.read_csv(p / "roc.csv", usecols=["attack", "fpr", "tpr"])
+        attacks.roc = read_frame(p / "roc.csv", usecols=["attack", "fpr", "tpr"])
     else:
         notes.append(f"{p}: no roc.csv (written by an older tabmem): the ROC curves are left out")
     wanted = [a for a in distance_attacks() if a in names]
     if wanted and (p / "scores.csv").is_file():
-        scores = pd.read_csv(p / "scores.csv", usecols=["is_member", *wanted])
+        scores = read_frame(p / "scores.csv", usecols=["is_member", *wanted])
         member = scores["is_member"].astype(bool).to_numpy()
         for name in wanted:
             attacks.distances[name] = pd.DataFrame({"distance": -scores[name].to_numpy(float), "is_member": member})
@@ -122,7 +122,7 @@ def read_quality_dir(path: str | Path, notes: list[str] | None = None) -> Qualit
     """A ``tabmem quality`` output directory (``summary.json``, ``shape_breakdown.csv``)."""
     p = Path(path)
     shape = p / "shape_breakdown.csv"
-    breakdown = pd.read_csv(shape, usecols=["column", "metric", "score"]) if shape.is_file() else None
+    breakdown = read_frame(shape, usecols=["column", "metric", "score"]) if shape.is_file() else None
     return Quality(summary=_summary(p), shape_breakdown=breakdown, path=str(p))
 
 
@@ -134,11 +134,11 @@ def read_train_dir(path: str | Path, notes: list[str] | None = None) -> tuple[Tr
     training = Training(config=config, path=str(p))
     epochs = p / "tracking" / "epochs.csv"
     if epochs.is_file():
-        training.epochs = pd.read_csv(epochs)
+        training.epochs = read_frame(epochs)
     if (p / "history.csv").is_file():
-        training.history = pd.read_csv(p / "history.csv")
+        training.history = read_frame(p / "history.csv")
     if (p / "trajectories.csv").is_file():
-        training.trajectories = pd.read_csv(p / "trajectories.csv")
+        training.trajectories = read_frame(p / "trajectories.csv")
     training.dynamics = _read_optional_json(p / "dynamics.json")
     if training.epochs is None:
         notes.append(f"{p}: trained without tracking (--track-every 0): no memorization-over-epochs plot")

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem._checks import check_choice, check_fraction, check_number, check_positive_int
-from tabmem._io import read_json, write_frame, write_json
+from tabmem._io import read_json, reading, write_frame, write_json
 from tabmem.attacks.auditing import epsilon_lower_bound
 from tabmem.attacks.base import ATTACKS, check_attack_names
 from tabmem.attacks.runner import DEFAULT_ATTACKS, AttackReport, run_attacks
@@ -38,14 +38,10 @@ from tabmem.attacks.summary import AttackSummary, PrivacyHeadline
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
 from tabmem.errors import ParameterError, TabmemError, name_setting
 from tabmem.neighbors.distances import DEFAULT_DISTANCE
-from tabmem.runs.protocol import RunDirectory, RunKind
+from tabmem.runs.protocol import ATTACK_RUN, RunDirectory
 
 __all__ = ["ATTACK_RUN", "ShadowConfig", "attack_to_dir", "risk_ledger"]
 
-
-ATTACK_RUN = RunKind(
-    "attack", files=("summary.json", "scores.csv", "roc.csv", "risk.csv", "shadows"), progress="shadows"
-)
 
 # the ShadowConfig fields under the names attack_to_dir's keyword arguments have always had
 _SHADOW_KEYWORDS = {
@@ -397,7 +393,9 @@ def _intensity(run_dir: Path, members: Any, k: int) -> np.ndarray:
             f"{name_setting('track_every', '--track-every')} to get intensities)"
         )
     gen = load_generator(run_dir)
-    run_schema = Schema.from_dict(read_json(run_dir / "config.json")["schema"])
+    config = read_json(run_dir / "config.json", require=("schema",))
+    with reading(run_dir / "config.json"):
+        run_schema = Schema.from_dict(config["schema"])
     clean = validate(members, run_schema, name="members", extra="ignore").data
     if getattr(gen, "fingerprint_", None) != table_fingerprint(clean):
         raise TabmemError(

@@ -30,13 +30,9 @@ from tabmem.data.schema import Schema, ValidatedTable, validate
 from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import N_BOOTSTRAP, ReplicaDetector, ReplicaResult
 from tabmem.memorization.summary import AuditSummary
-from tabmem.runs.protocol import RunDirectory, RunKind
+from tabmem.runs.protocol import AUDIT_RUN, RunDirectory
 
 __all__ = ["AUDIT_RUN", "audit_to_dir", "validate_audit_tables"]
-
-AUDIT_RUN = RunKind(
-    "audit", files=("summary.json", "replicas.csv", "records.csv", "rare_values.csv"), progress="summary.json"
-)
 
 Table = pd.DataFrame | ValidatedTable
 #: ``progress(rows_to_search, training_rows)`` opens the progress display of the neighbour search and

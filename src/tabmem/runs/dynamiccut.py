@@ -38,7 +38,7 @@ from tabmem.mitigation.evaluation import mitigation_report
 from tabmem.mitigation.ranking import Ranking
 from tabmem.mitigation.summary import SUMMARY_KEYS, DynamicCutSummary, MitigationReport
 from tabmem.neighbors.distances import DEFAULT_DISTANCE
-from tabmem.runs.protocol import RunDirectory, RunKind
+from tabmem.runs.protocol import DYNAMICCUT_RUN, RunDirectory
 from tabmem.runs.train import TRAIN_RUN, train_to_dir
 
 __all__ = ["dynamiccut_to_dir", "evaluate_run_dir", "SUMMARY_KEYS", "DYNAMICCUT_RUN"]
@@ -63,11 +63,6 @@ _SETTINGS = (
 )
 
 #: the DynamicCut run type: its settings in config.json make it resumable (each stage resumes itself)
-DYNAMICCUT_RUN = RunKind(
-    "dynamiccut",
-    ("config.json", "warmup", "ranking.csv", "ranking.json", "retrain", "synthetic.csv", "summary.json"),
-    progress="config.json",
-)
 
 
 def evaluate_run_dir(
@@ -344,9 +339,7 @@ def _baseline_report(
     model_path = path / "model.pt"
     if not model_path.is_file():
         raise TabmemError(f"{name_setting('baseline', '--baseline')}: {str(path)!r} holds no trained model (model.pt)")
-    import torch
-
-    theirs = torch.load(model_path, map_location="cpu", weights_only=True).get("fingerprint")
+    theirs = load_generator(model_path).fingerprint_  # a damaged model file: one line naming it
     if theirs != fingerprint:
         raise TabmemError(
             f"{name_setting('baseline', '--baseline')}: {str(path)!r} was trained on another training table (fingerprints differ)"

@@ -6,6 +6,11 @@ the shadows of an attack, a study's steps) goes through :class:`RunDirectory`:
 * **ownership**: a run type (:class:`RunKind`) lists the files and folders it writes; ``overwrite``
   deletes exactly those (and the leftovers of their atomic writes), never anything else in the
   directory;
+* **run types**: every run type that writes a directory is declared here (:data:`RUN_KINDS`), each
+  with the files that only it writes (its ``signature``); :meth:`RunDirectory.check_kind` refuses a
+  directory that holds another run type, naming it, before anything is written (:meth:`lock` calls
+  it), and :func:`check_out_file` refuses an output file that would replace a file of the run
+  directory it sits in;
 * **one writer**: :meth:`RunDirectory.lock` holds an exclusive ``flock`` on ``DIR/.lock`` while the
   run writes (removed when it ends), so a second process writing the same directory stops with one
   line instead of corrupting the first;
@@ -14,7 +19,8 @@ the shadows of an attack, a study's steps) goes through :class:`RunDirectory`:
   checkpoint, or a finished stage), starts again from scratch when the run stopped before its first
   marker, and refuses other settings naming the keys that differ;
 * **stages**: :meth:`RunDirectory.stage` says whether a sub-directory stage is finished (its
-  ``done`` file exists), resumable, or to be started again;
+  ``done`` file exists and, with ``intact``, is not damaged), resumable, or to be started again (a
+  damaged finished stage is deleted, its own files only, and made again);
 * **atomic state**: ``config.json`` and every output are written with :mod:`tabmem._io`'s atomic
   writes, so a kill leaves the old file or the whole new one.
 
@@ -36,7 +42,23 @@ from typing import Any
 from tabmem._io import read_json, write_json
 from tabmem.errors import TabmemError, suggest
 
-__all__ = ["RunKind", "RunDirectory", "flag_text"]
+__all__ = [
+    "RunKind",
+    "RunDirectory",
+    "RUN_KINDS",
+    "check_out_file",
+    "kinds_in",
+    "flag_text",
+    "TRAIN_RUN",
+    "AUDIT_RUN",
+    "ATTACK_RUN",
+    "DYNAMICCUT_RUN",
+    "SHADOWS_RUN",
+    "SHADOW_RUN",
+    "QUALITY_RUN",
+    "AUGMENT_RUN",
+    "STUDY_RUN",
+]
 
 LOCK_FILE = ".lock"
 
@@ -54,6 +76,101 @@ class RunKind:
     files: tuple[str, ...]  # names or glob patterns ("[0-9][0-9][0-9]")
     progress: str = "checkpoint.pt"  # a name or glob pattern
     config: str | None = "config.json"  # None: the settings live a level up
+    signature: tuple[str, ...] = ()  # names or patterns only this run type writes: they identify it
+    config_keys: tuple[str, ...] = ()  # keys its config file always has (identifies a run with no signature file yet)
+
+    def found_in(self, path: str | os.PathLike) -> list[str]:
+        """The signature files of this run type in directory ``path`` (empty: not this run type)."""
+        p = Path(path)
+        if not self.signature or not p.is_dir():
+            return []
+        return sorted(q.name for q in p.iterdir() if any(fnmatch.fnmatchcase(q.name, s) for s in self.signature))
+
+    @property
+    def title(self) -> str:
+        """``a training run``, ``an audit run``."""
+        return f"{'an' if self.name[:1] in 'aeiou' else 'a'} {self.name} run"
+
+
+# ---------------------------------------------------------------------- the run types
+#: files and folders of a training run (what ``overwrite=True`` deletes; nothing else is touched)
+RUN_FILES = (
+    "config.json",
+    "checkpoint.pt",
+    "model.pt",
+    "history.csv",
+    "synthetic.csv",
+    "summary.json",
+    "dynamics.json",
+    "trajectories.csv",
+    "records.csv",
+    "tracking",
+)
+TRAIN_RUN = RunKind(
+    "training",
+    RUN_FILES,
+    signature=("model.pt", "checkpoint.pt", "history.csv", "tracking"),
+    config_keys=("model", "seed"),
+)
+AUDIT_RUN = RunKind(
+    "audit",
+    files=("summary.json", "replicas.csv", "records.csv", "rare_values.csv"),
+    progress="summary.json",
+    signature=("replicas.csv", "rare_values.csv"),
+)
+ATTACK_RUN = RunKind(
+    "attack",
+    files=("summary.json", "scores.csv", "roc.csv", "risk.csv", "shadows"),
+    progress="shadows",
+    signature=("scores.csv", "roc.csv", "risk.csv", "shadows"),
+)
+DYNAMICCUT_RUN = RunKind(
+    "dynamiccut",
+    ("config.json", "warmup", "ranking.csv", "ranking.json", "retrain", "synthetic.csv", "summary.json"),
+    progress="config.json",
+    signature=("warmup", "retrain", "ranking.csv", "ranking.json"),
+    config_keys=("model", "seed", "prune_by"),
+)
+SHADOWS_RUN = RunKind(
+    "shadows", ("plan.json", "[0-9][0-9][0-9]"), progress="plan.json", config="plan.json", signature=("plan.json",)
+)
+SHADOW_RUN = RunKind("shadow", ("checkpoint.pt", "synthetic.parquet", "done.json"), config=None)
+QUALITY_RUN = RunKind(
+    "quality", ("summary.json", "*_breakdown.csv"), progress="summary.json", config=None, signature=("*_breakdown.csv",)
+)
+AUGMENT_RUN = RunKind(
+    "augment", ("augmented.csv", "summary.json"), progress="summary.json", config=None, signature=("augmented.csv",)
+)
+#: a study directory (its writer lock; cells resume step by step)
+STUDY_RUN = RunKind(
+    "study",
+    ("manifest.json", "results.parquet", "study.toml", "cells", "steps"),
+    progress="manifest.json",
+    signature=("manifest.json", "results.parquet", "study.toml", "cells", "steps"),
+)
+#: every run type that writes a directory of its own (the ones with a signature are recognised)
+RUN_KINDS = (
+    TRAIN_RUN, AUDIT_RUN, ATTACK_RUN, DYNAMICCUT_RUN, SHADOWS_RUN, QUALITY_RUN, AUGMENT_RUN, STUDY_RUN
+)  # fmt: skip
+
+
+def kinds_in(path: str | os.PathLike) -> list[RunKind]:
+    """The run types whose signature files are in directory ``path``."""
+    return [k for k in RUN_KINDS if k.found_in(path)]
+
+
+def check_out_file(path: str | os.PathLike, option: str = "path") -> Path:
+    """Refuse an output file that would replace a file of the run directory it sits in (a run's
+    ``summary.json``, ``records.csv``, ...): one line naming the run type and the file."""
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    for kind in kinds_in(parent):
+        if RunDirectory(parent, kind)._owns(p.name):
+            raise TabmemError(
+                f"{option}: {str(p)!r} would replace the {p.name} of the tabmem {kind.name} run in "
+                f"{str(parent)!r}: choose another file name or directory"
+            )
+    return p
 
 
 @dataclass(frozen=True)
@@ -62,6 +179,7 @@ class StageState:
 
     done: bool
     resume: bool
+    damaged: str | None = None  # a finished stage found damaged (its files were deleted): what was wrong
 
 
 class RunDirectory:
@@ -86,6 +204,26 @@ class RunDirectory:
         """Whether any file this run type owns is in the directory."""
         return bool(self.owned())
 
+    def proven_own(self) -> bool:
+        """Whether the files of this run type's names in the directory can be proven to be a run of
+        it: a signature file, a config file with the run type's keys, or only atomic-write leftovers.
+        (Run types declaring neither signature nor config keys prove nothing: always True.)"""
+        kind = self.kind
+        if not kind.signature and not kind.config_keys:
+            return True
+        if kind.found_in(self.path):
+            return True
+        owned = self.owned()
+        if all(p.name.startswith(".") and ".tmp" in p.name for p in owned):
+            return True
+        if kind.config and kind.config_keys and (self.path / kind.config).is_file():
+            try:
+                doc = read_json(self.path / kind.config)
+            except TabmemError:
+                return False
+            return isinstance(doc, dict) and all(k in doc for k in kind.config_keys)
+        return False
+
     def remove(self) -> None:
         """Delete the files and folders this run type owns (and their atomic-write leftovers), nothing else."""
         for p in self.owned():
@@ -94,11 +232,24 @@ class RunDirectory:
             else:
                 p.unlink()
 
+    def check_kind(self) -> None:
+        """Refuse a directory that holds another run type (its signature files are there), naming it:
+        nothing of it may be replaced or deleted by this run."""
+        for other in kinds_in(self.path):
+            if other.name != self.kind.name:
+                found = ", ".join(other.found_in(self.path)[:3])
+                raise TabmemError(
+                    f"{str(self.path)!r} holds a tabmem {other.name} run ({found}), not {self.kind.title}: "
+                    "choose another output directory"
+                )
+
     # ------------------------------------------------------------------ one writer
     @contextlib.contextmanager
     def lock(self) -> Iterator[RunDirectory]:
         """Hold ``DIR/.lock`` exclusively while the block runs (one writer per directory); the file is
-        removed when the block ends, so a finished run leaves nothing of the lock behind."""
+        removed when the block ends, so a finished run leaves nothing of the lock behind. A directory
+        holding another run type is refused first (:meth:`check_kind`), before anything is written."""
+        self.check_kind()
         try:
             import fcntl
         except ModuleNotFoundError:  # pragma: no cover - not POSIX: no lock
@@ -160,6 +311,13 @@ class RunDirectory:
         kind, out = self.kind, self.path
         marker = out / kind.progress
         has_run = self.holds_run()
+        if has_run and not self.proven_own():
+            names = ", ".join(p.name for p in self.owned()[:3])
+            raise TabmemError(
+                f"{str(out)!r} holds {names}, which no tabmem {kind.name} run can be shown to have written "
+                f"(no {', '.join(kind.signature[:2])}, no {kind.config or 'config'} of one): tabmem deletes or "
+                "replaces only its own files; choose another output directory"
+            )
         resuming = False
         if overwrite and has_run:
             self.remove()
@@ -196,13 +354,26 @@ class RunDirectory:
             write_json(out / kind.config, config)
         return resuming
 
-    def stage(self, name: str, kind: RunKind, *, done: Sequence[str] = ("summary.json",)) -> StageState:
+    def stage(
+        self,
+        name: str,
+        kind: RunKind,
+        *,
+        done: Sequence[str] = ("summary.json",),
+        intact: Callable[[Path], str | None] | None = None,
+    ) -> StageState:
         """The state of stage sub-directory ``name`` (a run of ``kind``): finished when every file of
-        ``done`` exists, resumable when its progress marker (and config) exist; an attempt that stopped
-        before its first marker is deleted (its own files only) and starts again."""
+        ``done`` exists (and ``intact(dir)``, if given, finds nothing wrong), resumable when its
+        progress marker (and config) exist; an attempt that stopped before its first marker, or a
+        finished one found damaged (``StageState.damaged`` says how), is deleted (its own files only)
+        and starts again."""
         sub = RunDirectory(self.path / name, kind)
         if all((sub.path / f).is_file() for f in done):
-            return StageState(done=True, resume=False)
+            problem = intact(sub.path) if intact is not None else None
+            if problem is None:
+                return StageState(done=True, resume=False)
+            sub.remove()
+            return StageState(done=False, resume=False, damaged=problem)
         progressed = any(sub.path.glob(kind.progress)) if sub.path.is_dir() else False
         if progressed and (kind.config is None or (sub.path / kind.config).is_file()):
             return StageState(done=False, resume=True)

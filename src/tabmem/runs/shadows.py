@@ -48,12 +48,12 @@ import numpy as np
 import pandas as pd
 
 from tabmem._checks import check_choice, check_positive_int, check_random_state
-from tabmem._io import read_json, write_frame, write_json
+from tabmem._io import DAMAGE, damage, read_frame, read_json, reading, write_frame, write_json
 from tabmem.attacks.shadows import ShadowSet, row_keys
 from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
 from tabmem.errors import ParameterError, TabmemError, name_setting
 from tabmem.runs.pool import check_pool, run_pool
-from tabmem.runs.protocol import RunDirectory, RunKind
+from tabmem.runs.protocol import SHADOW_RUN, SHADOWS_RUN, RunDirectory
 
 __all__ = ["MIN_SHADOWS", "ShadowPlan", "plan_shadows", "train_shadows", "load_shadows"]
 
@@ -62,8 +62,6 @@ MIN_SHADOWS = 4
 PLAN_FORMAT = 1
 _DROP = "overlap='drop'"
 #: the shadow set (``plan.json`` and one sub-directory per shadow) and one shadow, as run types
-SHADOWS_RUN = RunKind("shadows", ("plan.json", "[0-9][0-9][0-9]"), progress="plan.json", config="plan.json")
-SHADOW_RUN = RunKind("shadow", ("checkpoint.pt", "synthetic.parquet", "done.json"), config=None)
 SHADOW_DONE = ("done.json", "synthetic.parquet")
 _SETTINGS = ("model", "preset", "dataset", "params", "design", "n_train", "n_synthetic", "seed")
 
@@ -232,9 +230,9 @@ def train_shadow(task: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(int(task["threads"]))
     d = Path(task["dir"])
     done = d / "done.json"
-    state = RunDirectory(d.parent, SHADOWS_RUN).stage(d.name, SHADOW_RUN, done=SHADOW_DONE)
+    state = RunDirectory(d.parent, SHADOWS_RUN).stage(d.name, SHADOW_RUN, done=SHADOW_DONE, intact=shadow_damage)
     if state.done:
-        return read_json(done)
+        return read_json(done, require=("shadow", "seconds"))
     d.mkdir(parents=True, exist_ok=True)
     schema = Schema.from_dict(task["schema"])
     gen = get_generator(task["model"], preset=task["preset"], dataset=task["dataset"], **task["params"])
@@ -311,7 +309,13 @@ def train_shadows(
     plan = plan_shadows(len(targets), len(pop), n_shadows=n_shadows, n_train=n_train, design=design, random_state=seed)
     out = Path(out_dir)
     shadows = RunDirectory(out, SHADOWS_RUN)
-    pending = [i for i in range(plan.n_shadows) if not shadows.stage(f"{i:03d}", SHADOW_RUN, done=SHADOW_DONE).done]
+    pending = []
+    for i in range(plan.n_shadows):
+        state = shadows.stage(f"{i:03d}", SHADOW_RUN, done=SHADOW_DONE, intact=shadow_damage)
+        if state.damaged is not None and progress is not None:
+            progress(f"warning: shadow {i}: {state.damaged}: training it again")
+        if not state.done:
+            pending.append(i)
     probe = (raw_frame(targets) if design == "online" else raw_frame(pop)).iloc[:64].reset_index(drop=True)
     resolved = _check_generator(model, preset, dataset, params, probe if pending else None, schema)
     from tabmem.generators import resolve_preset
@@ -389,11 +393,32 @@ def train_shadows(
     return load_shadows(out, targets)
 
 
+def shadow_damage(d: Path) -> str | None:
+    """What is wrong with the files of a finished shadow ``d`` (None: nothing): ``done.json`` not a
+    tabmem record, or ``synthetic.parquet`` unreadable (truncated) or of another size."""
+    import pyarrow.parquet as pq
+
+    try:
+        info = read_json(d / "done.json", require=("shadow", "seconds", "n_synthetic"))
+    except TabmemError as exc:
+        return str(exc)
+    path = d / "synthetic.parquet"
+    try:
+        rows = pq.ParquetFile(path).metadata.num_rows
+    except DAMAGE as exc:
+        return f"{str(path)!r} is damaged ({damage(exc)})"
+    if rows != info["n_synthetic"]:
+        return f"{str(path)!r} has {rows} rows, not the {info['n_synthetic']} its done.json records"
+    return None
+
+
 def _check_settings(out: Path, settings: dict[str, Any]) -> None:
     path = out / "plan.json"
     if not path.is_file():
         return
-    old = read_json(path).get("settings", {})
+    old = read_json(path, require=("settings",))["settings"]
+    if not isinstance(old, dict):
+        raise TabmemError(f"{str(path)!r} is damaged: its settings are not a JSON object")
     diff = [k for k in (*_SETTINGS, "targets", "population") if old.get(k) != settings.get(k)]
     if diff:
         raise TabmemError(
@@ -405,21 +430,22 @@ def _check_settings(out: Path, settings: dict[str, Any]) -> None:
 def load_shadows(out_dir: str | Path, targets: ValidatedTable | pd.DataFrame | None = None) -> ShadowSet:
     """The :class:`ShadowSet` of a finished shadow directory (``targets``, if given, must be the planned ones)."""
     out = Path(out_dir)
-    doc = read_json(out / "plan.json")
-    n_t = int(doc["n_targets"])
-    plan = ShadowPlan(
-        tuple(np.asarray(s["targets"], dtype=np.int64) for s in doc["shadows"]),
-        tuple(np.asarray(s["population"], dtype=np.int64) for s in doc["shadows"]),
-        doc["settings"]["design"],
-    )
+    doc = read_json(out / "plan.json", require=("n_targets", "shadows", "settings"))
+    with reading(out / "plan.json"):
+        n_t = int(doc["n_targets"])
+        plan = ShadowPlan(
+            tuple(np.asarray(s["targets"], dtype=np.int64) for s in doc["shadows"]),
+            tuple(np.asarray(s["population"], dtype=np.int64) for s in doc["shadows"]),
+            doc["settings"]["design"],
+        )
     missing = [i for i in range(plan.n_shadows) if not (out / f"{i:03d}" / "synthetic.parquet").is_file()]
     if missing:
         raise TabmemError(f"{str(out)!r}: shadow(s) {missing[:5]} are not finished (rerun the attack to resume)")
-    synthetic = tuple(pd.read_parquet(out / f"{i:03d}" / "synthetic.parquet") for i in range(plan.n_shadows))
+    synthetic = tuple(read_frame(out / f"{i:03d}" / "synthetic.parquet") for i in range(plan.n_shadows))
     keys = row_keys(targets) if targets is not None else np.zeros(n_t, dtype=np.uint64)
     if targets is not None and _fingerprint(keys) != doc["settings"]["targets"]:
         raise TabmemError(f"{str(out)!r}: the shadows were planned for other targets (fingerprints differ)")
-    infos = [read_json(out / f"{i:03d}" / "done.json") for i in range(plan.n_shadows)]
+    infos = [read_json(out / f"{i:03d}" / "done.json", require=("seconds",)) for i in range(plan.n_shadows)]
     meta = {
         **{k: doc["settings"][k] for k in _SETTINGS},
         "n_shadows": plan.n_shadows,

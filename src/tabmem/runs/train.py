@@ -51,7 +51,7 @@ from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import ReplicaDetector
 from tabmem.memorization.tracker import MemorizationTracker
 from tabmem.neighbors.distances import DEFAULT_DISTANCE
-from tabmem.runs.protocol import RunDirectory, RunKind, flag_text
+from tabmem.runs.protocol import RUN_FILES, TRAIN_RUN, RunDirectory, flag_text
 
 CONFIG_KEYS = (
     "model",
@@ -66,22 +66,8 @@ CONFIG_KEYS = (
     "stop_after",
 )
 
-#: files and folders of a training run (what ``overwrite=True`` deletes; nothing else is touched)
-RUN_FILES = (
-    "config.json",
-    "checkpoint.pt",
-    "model.pt",
-    "history.csv",
-    "synthetic.csv",
-    "summary.json",
-    "dynamics.json",
-    "trajectories.csv",
-    "records.csv",
-    "tracking",
-)
-
-#: the training run type of the run-directory protocol
-TRAIN_RUN = RunKind("training", RUN_FILES)
+#: files and folders of a training run (:data:`RUN_FILES`, what ``overwrite=True`` deletes) and its run
+#: type (:data:`TRAIN_RUN`) are declared with the other run types in :mod:`tabmem.runs.protocol`
 
 __all__ = ["train_to_dir", "demo_train", "RUN_FILES", "TRAIN_RUN"]
 

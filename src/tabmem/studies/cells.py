@@ -40,6 +40,7 @@ __all__ = ["cell_state", "one_line", "run_cell", "run_task", "thread_limits"]
 
 #: a step directory's record: written when the step finished (the protocol's stage marker)
 STEP_RECORD = "step.json"
+STEP_FIELDS = ("name", "key", "seconds")  # what a step record must hold to count as finished
 #: the study's step directories as run types of the run protocol: a step directory is the study's own
 STEPS_RUN = RunKind("study steps", ("*",), progress="*", config=None)
 RESUMABLE_STEP = RunKind("study step", ("*",), progress="*", config=None)  # resumes from what it left
@@ -70,6 +71,16 @@ def step_dir(out: Path, name: str, key: str) -> Path:
     return out / "steps" / name / key
 
 
+def step_record_damage(sdir: Path) -> str | None:
+    """What is wrong with the record ``step.json`` of a finished step (None: nothing; a damaged
+    record makes the step unfinished: the cell runs it again)."""
+    try:
+        read_json(sdir / STEP_RECORD, require=STEP_FIELDS)
+    except TabmemError as exc:
+        return str(exc)
+    return None
+
+
 def cell_state(out: Path, cell: Cell) -> str:
     """``done`` (status done and every step finished), ``failed``, ``partial`` (started) or ``new``."""
     cdir = out / "cells" / cell.id
@@ -77,10 +88,10 @@ def cell_state(out: Path, cell: Cell) -> str:
     if not status_path.is_file():
         return "new"
     try:
-        state = read_json(status_path).get("state")
+        state = read_json(status_path, require=("state",))["state"]
     except TabmemError:
         return "partial"
-    if state == "done" and all((step_dir(out, s.name, s.key) / STEP_RECORD).is_file() for s in cell.steps):
+    if state == "done" and all(step_record_damage(step_dir(out, s.name, s.key)) is None for s in cell.steps):
         return "done"
     return "failed" if state == "failed" else "partial"
 
@@ -137,7 +148,10 @@ def run_cell(
                 raise TabmemError(failed_steps[spec.key])
             marker = sdir / STEP_RECORD
             state = RunDirectory(sdir.parent, STEPS_RUN).stage(
-                spec.key, RESUMABLE_STEP if cls.resumable else ONE_SHOT_STEP, done=(STEP_RECORD,)
+                spec.key,
+                RESUMABLE_STEP if cls.resumable else ONE_SHOT_STEP,
+                done=(STEP_RECORD,),
+                intact=step_record_damage,
             )
             if state.done:
                 status["steps"][spec.name] = {

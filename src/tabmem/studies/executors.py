@@ -62,7 +62,7 @@ def _died(payload: dict[str, Any], why: str) -> list[dict[str, Any]]:
         status: dict[str, Any] = {}
         if path.is_file():
             try:
-                status = read_json(path)
+                status = read_json(path, require=("state",))
             except TabmemError:
                 status = {}
         this_run = status.get("run") == payload.get("run")

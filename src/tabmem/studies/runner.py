@@ -32,19 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from tabmem._checks import available_cpus, resolve_n_jobs, threads_per_worker
-from tabmem._io import read_json, write_text
+from tabmem._io import read_json, reading, write_text
 from tabmem.errors import ParameterError, TabmemError, name_setting, suggest
-from tabmem.runs.protocol import RunDirectory, RunKind
+from tabmem.runs.protocol import STUDY_RUN, RunDirectory
 from tabmem.studies.cells import cell_state, step_dir
 from tabmem.studies.executors import EXECUTORS
 from tabmem.studies.steps.base import STEPS
 from tabmem.studies.store import write_manifest, write_results
 from tabmem.studies.study import Cell, Study, load_study, select_cells
-
-#: a study directory as a run type of the run protocol (its writer lock; cells resume step by step)
-STUDY_RUN = RunKind(
-    "study", ("manifest.json", "results.parquet", "study.toml", "cells", "steps"), progress="manifest.json"
-)
 
 __all__ = ["Plan", "StudyOutcome", "collect_rows", "format_seconds", "group_cells", "plan_study", "run_study"]
 
@@ -227,8 +222,9 @@ def collect_rows(out: Path, study: Study) -> list[dict[str, Any]]:
         base = {"study": study.name, **cell.row()}
         for spec in cell.steps:
             path = step_dir(out, spec.name, spec.key) / "metrics.json"
-            for m in read_json(path) if path.is_file() else []:
-                rows.append({**base, "step": spec.name, **m})
+            with reading(path):
+                for m in read_json(path) if path.is_file() else []:
+                    rows.append({**base, "step": spec.name, **m})
     return rows
 
 
@@ -240,7 +236,7 @@ def _write_store(out: Path, study: Study, executor: dict[str, Any]) -> None:
         path = out / "cells" / c.id / "status.json"
         if path.is_file():
             with contextlib.suppress(TabmemError):
-                status = read_json(path)
+                status = read_json(path, require=("state",))
         cells.append(
             {
                 "id": c.id,
@@ -339,7 +335,7 @@ class _Progress:
                 if d["id"] in self.reported or not path.is_file():
                     continue
                 try:
-                    status = read_json(path)
+                    status = read_json(path, require=("state",))
                 except TabmemError:
                     continue
                 if status.get("run") != self.payloads[i].get("run"):

@@ -93,7 +93,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabmem._io import read_json, write_frame, write_json
+from tabmem._io import read_frame, read_json, reading, write_frame, write_json
 from tabmem.errors import TabmemError
 
 __all__ = [
@@ -199,7 +199,7 @@ def load_results(out: str | Path) -> pd.DataFrame:
     path = Path(out) / "results.parquet"
     if not path.is_file():
         raise TabmemError(f"{str(out)!r} holds no study results (results.parquet is missing; run `tabmem run` first)")
-    frame = pd.read_parquet(path)
+    frame = read_frame(path)
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
         raise TabmemError(f"{str(path)!r} is not a tabmem results table (missing columns {missing})")
@@ -208,9 +208,13 @@ def load_results(out: str | Path) -> pd.DataFrame:
 
 def load_published(out: str | Path) -> pd.DataFrame:
     """The study's published reference numbers (``[[published]]`` entries) from ``out/manifest.json``."""
-    manifest = read_json(Path(out) / "manifest.json")
+    path = Path(out) / "manifest.json"
+    manifest = read_json(path)
     cols = ["dataset", "generator", "step", "component", "metric", "value", "source"]
-    rows = [{c: p.get(c, "" if c != "value" else float("nan")) for c in cols} for p in manifest.get("published", [])]
+    with reading(path):
+        rows = [
+            {c: p.get(c, "" if c != "value" else float("nan")) for c in cols} for p in manifest.get("published", [])
+        ]
     return pd.DataFrame(rows, columns=cols)
 
 
