@@ -125,6 +125,7 @@ def quality(
             value = f"{row.value:.4g}"
         table.add_row(row.metric, value, row.goal, row.note)
     Console().print(table)
-    if "column pairs, more than max_pairs" in report.skipped.get("trend", ""):
-        click.echo(f"warning: trend {report.skipped['trend']}", err=True)
+    for name, reason in report.skipped.items():  # a metric that could not run on these tables (not a missing input)
+        if not reason.startswith("no ") or " given " not in reason:
+            click.echo(f"warning: {name} not computed: {reason}", err=True)
     click.echo(f"wrote {path}")

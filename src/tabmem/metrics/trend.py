@@ -267,7 +267,7 @@ class Trend(Metric):
             if n_pairs > self.max_pairs:
                 setting = name_setting(f"max_pairs={n_pairs}", "--trend-max-pairs", str(n_pairs))
                 raise TabmemError(
-                    f"not computed: {p} columns make {n_pairs} column pairs, more than max_pairs={self.max_pairs} "
+                    f"{p} columns make {n_pairs} column pairs, more than max_pairs={self.max_pairs} "
                     f"(the cost is quadratic in the columns); pass {setting} to score them all"
                 )
         prep, _ = prepare_tables(real, synthetic, schema, nan="match")
