@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from tabmem.errors import ParameterError
-from tabmem.memorization.uncertainty import proportion_ci, proportion_difference_ci
+from tabmem.memorization.uncertainty import interval_note, proportion_ci, proportion_difference_ci
 
 
 def naive_bootstrap(flags: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
@@ -74,12 +74,20 @@ def test_any_confidence_gives_the_exact_binomial_quantiles(confidence):
     assert dlo == pytest.approx(exact[0], abs=1.01 / n) and dhi == pytest.approx(exact[1], abs=1.01 / n)
 
 
-def test_one_row_and_one_resample_still_give_an_interval():
-    # n = 1 is a sample (its only row resampled); one resample is a degenerate interval, not "none"
-    assert proportion_ci(1, 1) == (1.0, 1.0)
-    # 1 - Binomial(3, 1/3)/3: the rate 1 - 1 = 0 has probability 1/27 > 2.5 %, 1 - 0 = 1 has 8/27
-    assert proportion_difference_ci(1, 1, 1, 3, n_bootstrap=5000) == (0.0, 1.0)
-    assert proportion_difference_ci(1, 3, 1, 1, n_bootstrap=5000) == (-1.0, 0.0)
+def test_one_row_gives_no_interval_and_one_resample_a_degenerate_one():
+    # one row resamples to itself: the "interval" would be the point, [x, x], so it is undefined
+    assert all(np.isnan(proportion_ci(1, 1)))
+    assert all(np.isnan(proportion_difference_ci(1, 1, 1, 3, n_bootstrap=5000)))
+    assert all(np.isnan(proportion_difference_ci(1, 3, 1, 1, n_bootstrap=5000)))
+    assert interval_note("excess_memorization_ci", {"synthetic": 1, "holdout": 1}) == (
+        "excess_memorization_ci is null: a bootstrap interval needs at least 2 rows per table, got 1 synthetic row "
+        "and 1 holdout row (one row resamples to itself: the interval would be the point, [x, x])"
+    )
+    assert interval_note("memorization_rate_ci", {"synthetic": 2}) is None
+    # two rows: 1 - Binomial(3, 1/3)/3 against Binomial(2, 1/2)/2 is an interval again
+    lo, hi = proportion_difference_ci(1, 2, 1, 3, n_bootstrap=5000)
+    assert lo < hi
+    # n_bootstrap=1 is the caller's choice of one resample: a degenerate interval, as asked
     for interval in (proportion_ci(3, 10, n_bootstrap=1), proportion_difference_ci(3, 10, 1, 10, n_bootstrap=1)):
         assert np.isfinite(interval[0]) and interval[0] == interval[1]
 

@@ -341,11 +341,21 @@ def test_binary_auc_without_the_real_positive_label_in_training_is_a_constant_sc
     assert res.value == 0.5
 
 
-def test_a_real_target_with_one_label_has_no_positive_class_and_no_auc():
+def test_a_real_or_test_target_with_one_label_is_refused_naming_the_column():
     real, test = _binary(90, 34), _binary(60, 35)
     real["y"], test["y"] = "yes", "yes"
-    res = MLE(grid=GRID, reference=False).evaluate(real, _binary(90, 36), BIN, test=test)
-    assert res.value is None and np.isnan(res.details["synthetic"]["auc"])
+    msg = r"^the target column 'y' of the real table has a single class \('yes'\); a classification score needs"
+    with pytest.raises(TabmemError, match=msg):
+        MLE(grid=GRID, reference=False).evaluate(real, _binary(90, 36), BIN, test=test)
+    with pytest.raises(TabmemError, match=r"^the target column 'y' of the test table has a single class"):
+        MLE(grid=GRID, reference=False).evaluate(_binary(90, 34), _binary(90, 36), BIN, test=test)
+
+
+def test_a_synthetic_target_with_one_label_trains_a_constant_classifier():
+    syn = _binary(90, 36)
+    syn["y"] = "yes"
+    res = MLE(grid=GRID, reference=False).evaluate(_binary(90, 34), syn, BIN, test=_binary(60, 35))
+    assert res.value == pytest.approx(0.5)  # the utility of a one-class table: chance
 
 
 def test_binary_auc_scores_the_real_positive_class_when_the_negative_label_is_missing():

@@ -169,3 +169,17 @@ def test_rank_command_writes_a_ranking_usable_for_transfer(files, tmp_path, caps
     assert code == 0, text
     summary = json.loads((tmp_path / "dc" / "summary.json").read_text())
     assert summary["prune_by"] == "count" and summary["ranking_source"].endswith("count.parquet")
+
+
+def test_augment_smote_on_a_one_class_target_is_one_line_naming_the_column(files, tmp_path, capsys):
+    single = pd.read_csv(files["train"])
+    single["y"] = single["y"].iloc[0]
+    path = tmp_path / "one_class.csv"
+    single.to_csv(path, index=False)
+    code, text = run(
+        ["augment", "--train", path, "--target", "y", "--method", "smote", "--seed", "0", "--out", tmp_path / "x"],
+        capsys,
+    )
+    lines = [line for line in text.splitlines() if line.startswith("Error:")]
+    assert code == 2 and "Traceback" not in text and len(lines) == 1, text
+    assert "the target column 'y' has a single class" in lines[0] and "at least two classes" in lines[0]

@@ -44,6 +44,13 @@ from tabmem.runs.protocol import QUALITY_RUN, RunDirectory
     "Trend pairs: all (papers, sdmetrics 0.11.1) or sdmetrics' recent default thresholds.",
     default="all",
 )
+@click.option(
+    "--trend-max-pairs",
+    type=click.IntRange(min=1),
+    default=1_000_000,  # tabmem.metrics.trend.MAX_PAIRS (a literal: --help imports no numpy)
+    show_default=True,
+    help="Skip trend (with a warning) when the table has more column pairs than this: pairs grow as columns^2.",
+)
 @mle_grid_option()
 @seed_option("Random seed (MLE split, MMD subsample, C2ST folds, projections).")
 @n_jobs_option("Workers for XGBoost / neighbour search (-1: all).", default=1)
@@ -60,6 +67,7 @@ def quality(
     encoding: str,
     metric_names: str | None,
     pair_filter: str,
+    trend_max_pairs: int,
     mle_grid: str,
     seed: int,
     n_jobs: int,
@@ -103,6 +111,7 @@ def quality(
             holdout=holdout,
             metrics=metrics,
             pair_filter=pair_filter,
+            trend_max_pairs=trend_max_pairs,
             mle_grid=mle_grid,
             random_state=seed,
             n_jobs=n_jobs,
@@ -118,4 +127,7 @@ def quality(
             value = f"{row.value:.4g}"
         table.add_row(row.metric, value, row.goal, row.note)
     Console().print(table)
+    for name, reason in report.skipped.items():  # a metric that could not run on these tables (not a missing input)
+        if not reason.startswith("no ") or " given " not in reason:
+            click.echo(f"warning: {name} not computed: {reason}", err=True)
     click.echo(f"wrote {path}")

@@ -149,7 +149,7 @@ class TableEncoder:
         cols = self.schema.numerical
         if not cols:
             return np.zeros((len(clean), 0), dtype=np.float64)
-        return np.column_stack([clean[c].to_numpy(dtype=np.float64) for c in cols])
+        return clean[list(cols)].to_numpy(dtype=np.float64, copy=True)
 
     def numeric(self, clean: pd.DataFrame) -> np.ndarray:
         """Raw numerical values (n, n_numerical) float64 of an already validated table."""

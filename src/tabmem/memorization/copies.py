@@ -34,19 +34,54 @@ __all__ = ["ExactCopies", "RareValues", "RareValueCounts"]
 
 def _normalised(clean: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     """Clean values with one bit pattern per value (``-0.0 -> 0.0``, one NaN), in schema order."""
-    out = {}
-    for c in schema.columns:
-        col = clean[c]
-        if c in schema.numerical:
-            v = col.to_numpy(dtype=np.float64) + 0.0
-            out[c] = np.where(np.isnan(v), np.nan, v)
-        else:
-            out[c] = col.to_numpy(dtype=object)
-    return pd.DataFrame(out, index=clean.index)
+    num, cat = _blocks(clean, schema)
+    frame = pd.concat(
+        [
+            pd.DataFrame(num, columns=list(schema.numerical), index=clean.index),
+            pd.DataFrame(cat, columns=list(schema.categorical), index=clean.index, dtype=object),
+        ],
+        axis=1,
+    )
+    return frame if list(frame.columns) == list(schema.columns) else frame[list(schema.columns)]
+
+
+def _blocks(clean: pd.DataFrame, schema: Schema) -> tuple[np.ndarray, np.ndarray]:
+    """The numerical (float64, normalised bit patterns) and categorical (object) values as two
+    2-D blocks in schema order: one pass per kind, not one pandas pass per column."""
+    n = len(clean)
+    if schema.numerical:
+        num = clean[list(schema.numerical)].to_numpy(dtype=np.float64) + 0.0
+        num = np.where(np.isnan(num), np.nan, num)
+    else:
+        num = np.zeros((n, 0), dtype=np.float64)
+    if schema.categorical:
+        cat = clean[list(schema.categorical)].to_numpy(dtype=object)
+    else:
+        cat = np.empty((n, 0), dtype=object)
+    return num, cat
 
 
 def _hash_rows(frame: pd.DataFrame) -> np.ndarray:
-    return pd.util.hash_pandas_object(frame, index=False).to_numpy(dtype=np.uint64)
+    """One uint64 per row of a :func:`_normalised` frame, equal for rows with equal values.
+
+    Each cell is hashed in one vectorised pass per kind and the row hash is a position-weighted
+    sum (wrapping uint64 arithmetic): linear in the cells, with no per-column pandas pass. Equal
+    hashes are always verified on the values, so a collision costs time, never a wrong count.
+    """
+    n, p = frame.shape
+    if p == 0:
+        return np.zeros(n, dtype=np.uint64)
+    weights = pd.util.hash_array(np.arange(p, dtype=np.int64)) | np.uint64(1)  # odd: no column vanishes
+    total = np.zeros(n, dtype=np.uint64)
+    kinds = frame.dtypes.map(lambda d: d.kind == "f").to_numpy(dtype=bool)
+    for numeric in (True, False):
+        pos = np.flatnonzero(kinds == numeric)
+        if pos.size == 0:
+            continue
+        block = frame.iloc[:, pos].to_numpy(dtype=np.float64 if numeric else object)
+        cells = pd.util.hash_array(block.ravel(), categorize=False).reshape(n, pos.size)
+        total += (cells * weights[pos]).sum(axis=1, dtype=np.uint64)
+    return total
 
 
 class ExactCopies:
@@ -84,14 +119,11 @@ class ExactCopies:
         return out
 
     def _equal(self, a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
-        eq = np.ones(len(a), dtype=bool)
-        for c in self.schema_.columns:
-            x, y = a[c].to_numpy(), b[c].to_numpy()
-            if c in self.schema_.numerical:
-                x, y = x.astype(np.float64), y.astype(np.float64)
-                eq &= (x == y) | (np.isnan(x) & np.isnan(y))
-            else:
-                eq &= x == y
+        an, ac = _blocks(a, self.schema_)
+        bn, bc = _blocks(b, self.schema_)
+        eq = ((an == bn) | (np.isnan(an) & np.isnan(bn))).all(axis=1)
+        if ac.shape[1]:
+            eq &= (ac == bc).all(axis=1)
         return eq
 
 
@@ -123,13 +155,16 @@ class RareValues:
     def fit(self, train_clean: pd.DataFrame, schema: Schema) -> RareValues:
         self.k_ = check_int("rare_k", self.k, low=2)
         self.schema_ = schema
-        norm = _normalised(train_clean, schema)
-        self.rare_: dict[str, pd.Index] = {}
-        for c in schema.columns:
-            col = norm[c]
-            present = col.notna() if c in schema.numerical else col != NA_CATEGORY
-            counts = col[present].value_counts()
-            self.rare_[c] = pd.Index(counts.index[counts.to_numpy() < self.k_])
+        num, cat = _blocks(train_clean, schema)
+        self.rare_: dict[str, np.ndarray] = {}
+        for j, c in enumerate(schema.numerical):
+            col = num[:, j]
+            values, counts = np.unique(col[~np.isnan(col)], return_counts=True)
+            self.rare_[c] = values[counts < self.k_]
+        for j, c in enumerate(schema.categorical):
+            col = cat[:, j]
+            values, counts = np.unique(col[col != NA_CATEGORY], return_counts=True)
+            self.rare_[c] = values[counts < self.k_]
         return self
 
     @property
@@ -138,20 +173,28 @@ class RareValues:
 
     def score(self, clean: pd.DataFrame) -> RareValueCounts:
         """Which rows of ``clean`` hold a rare training value, and how many distinct ones per column."""
-        norm = _normalised(clean, self.schema_)
-        rows = np.zeros(len(norm), dtype=bool)
+        num, cat = _blocks(clean, self.schema_)
+        blocks = {c: (num, j) for j, c in enumerate(self.schema_.numerical)}
+        blocks.update({c: (cat, j) for j, c in enumerate(self.schema_.categorical)})
+        rows = np.zeros(len(clean), dtype=bool)
         records = []
         for c in self.schema_.columns:
             rare = self.rare_[c]
-            hit = norm[c].isin(rare).to_numpy() if len(rare) else np.zeros(len(norm), dtype=bool)
-            rows |= hit
+            block, j = blocks[c]
+            n_leaked, n_rows = 0, 0
+            if len(rare):
+                values = block[:, j]
+                hit = np.isin(values, rare)
+                if hit.any():
+                    rows |= hit
+                    n_leaked, n_rows = int(pd.unique(values[hit]).size), int(hit.sum())
             records.append(
                 {
                     "column": c,
-                    "kind": "numerical" if c in self.schema_.numerical else "categorical",
+                    "kind": "numerical" if block is num else "categorical",
                     "n_rare": len(rare),
-                    "n_leaked": int(pd.unique(norm[c].to_numpy()[hit]).size),
-                    "rows": int(hit.sum()),
+                    "n_leaked": n_leaked,
+                    "rows": n_rows,
                 }
             )
         table = pd.DataFrame(records, columns=["column", "kind", "n_rare", "n_leaked", "rows"])

@@ -49,7 +49,7 @@ from tabmem.memorization.summary import (
     HeavyTail,
     RareValuesSummary,
 )
-from tabmem.memorization.uncertainty import proportion_ci, proportion_difference_ci
+from tabmem.memorization.uncertainty import interval_note, proportion_ci, proportion_difference_ci
 from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET
 from tabmem.neighbors.distances import DEFAULT_DISTANCE, Distance
 from tabmem.neighbors.index import NeighborIndex
@@ -280,6 +280,7 @@ class ReplicaResult:
         """
         boot = {"n_bootstrap": n_bootstrap, "confidence": confidence, "random_state": random_state}
         k, n = int(self.table["is_replica"].sum()), self.n_synthetic
+        notes = [interval_note("memorization_rate_ci", {"synthetic": n})] if n_bootstrap else []
         s: dict[str, Any] = {}  # the fields that only exist with rare-value counts or with a holdout
         if self.rare is not None:
             s.update(rare_value_leakage=self.rare.rate)
@@ -287,6 +288,9 @@ class ReplicaResult:
         if self.holdout is not None:
             h = self.holdout
             kh, nh = int(h.table["is_replica"].sum()), h.n_synthetic
+            if n_bootstrap:
+                notes.append(interval_note("holdout_memorization_rate_ci", {"holdout": nh}))
+                notes.append(interval_note("excess_memorization_ci", {"synthetic": n, "holdout": nh}))
             s.update(
                 n_holdout=nh,
                 holdout_memorization_rate=h.memorization_rate,
@@ -323,7 +327,7 @@ class ReplicaResult:
             n_bootstrap=n_bootstrap,
             rare_values=RareValuesSummary.from_dict(rare) if self.rare is not None else None,
             distance_discriminates=self.discriminates(),
-            warnings=self.warnings(),
+            warnings=self.warnings() + [note for note in notes if note],
             **s,
         )
 

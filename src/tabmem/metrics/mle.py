@@ -176,6 +176,21 @@ def evaluate_mle(
     return {"scores": test_scores, "best_params": best, "validation": results, "configs": configs}
 
 
+def _check_classes(target: str, tables: dict[str, pd.DataFrame]) -> None:
+    """A classification score needs two classes in the real and the test table: refuse in one line.
+
+    (A synthetic table with one class is scored: the classifier trained on it predicts that class
+    for every row, which is the utility such a table has: ROC-AUC 0.5.)"""
+    for name, table in tables.items():
+        classes = pd.unique(table[target].to_numpy(dtype=object))
+        if len(classes) < 2:
+            only = ", ".join(repr(str(v)) for v in classes) or "none"
+            raise TabmemError(
+                f"the target column {target!r} of the {name} table has a single class ({only}); "
+                "a classification score needs at least two classes there"
+            )
+
+
 @register_metric
 class MLE(Metric):
     """Train-on-synthetic / test-on-real XGBoost score (TabSyn protocol), with the real-train reference.
@@ -234,6 +249,8 @@ class MLE(Metric):
         check_random_state(self.random_state)
         grid = self._grid()
         prep, extra = prepare_tables(real, synthetic, schema, nan="error", extra_tables={"test": test})
+        if schema.task != "regression":
+            _check_classes(schema.target, {"real": prep.real, "test": extra["test"]})
         syn = evaluate_mle(
             prep.encoder, prep.synthetic, extra["test"], grid=grid, random_state=self.random_state, n_jobs=n_jobs
         )

@@ -30,7 +30,7 @@ from tabmem.metrics.detection import LogisticDetection
 from tabmem.metrics.mle import MLE
 from tabmem.metrics.mmd import MMD
 from tabmem.metrics.shape import Shape
-from tabmem.metrics.trend import Trend
+from tabmem.metrics.trend import MAX_PAIRS, Trend
 from tabmem.metrics.wasserstein import Wasserstein
 
 #: the metrics, in the order of ``summary.json`` (the first fields of :class:`QualitySummary`)
@@ -153,6 +153,7 @@ def quality_report(
     holdout: pd.DataFrame | None = None,
     metrics: Sequence[str] | None = None,
     pair_filter: str = "all",
+    trend_max_pairs: int | None = MAX_PAIRS,
     mle_grid: str | dict = "tabsyn",
     mmd_max_samples: int | None = 5000,
     random_state: int = 0,
@@ -163,7 +164,9 @@ def quality_report(
 
     ``test`` (real rows never used for training) enables MLE; ``holdout`` (real rows not used
     for training, ideally as many as ``real``) enables the DCR share. ``metrics`` restricts the
-    run to some of :data:`SUMMARY_KEYS`. Same inputs and ``random_state`` give the same report.
+    run to some of :data:`SUMMARY_KEYS`. ``trend_max_pairs`` is Trend's ``max_pairs`` (a table
+    with more column pairs gets trend skipped, with the reason; ``None``: no cap). Same inputs and
+    ``random_state`` give the same report.
     """
     wanted = list(SUMMARY_KEYS if metrics is None else metrics)
     unknown = [m for m in wanted if m not in SUMMARY_KEYS]
@@ -172,7 +175,9 @@ def quality_report(
 
     runners: dict[str, Callable[[], MetricResult]] = {
         "shape": lambda: Shape().evaluate(real, synthetic, schema),
-        "trend": lambda: Trend(pair_filter=pair_filter).evaluate(real, synthetic, schema),  # type: ignore[arg-type]
+        "trend": lambda: Trend(pair_filter=pair_filter, max_pairs=trend_max_pairs).evaluate(  # type: ignore[arg-type]
+            real, synthetic, schema
+        ),
         "mle": lambda: MLE(grid=mle_grid, random_state=random_state, n_jobs=n_jobs).evaluate(
             real, synthetic, schema, test=test
         ),  # type: ignore[arg-type]

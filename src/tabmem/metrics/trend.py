@@ -33,9 +33,10 @@ import pandas as pd
 
 from tabmem._checks import check_positive_int
 from tabmem.data.schema import Schema
-from tabmem.errors import TabmemError
+from tabmem.errors import TabmemError, name_setting
 from tabmem.metrics.base import Metric, MetricResult, prepare_tables, register_metric
 
+MAX_PAIRS = 1_000_000  # Trend is quadratic in columns: above this many pairs it is skipped unless asked
 SDMETRICS_CORRELATION_THRESHOLD = 0.5
 SDMETRICS_ASSOCIATION_THRESHOLD = 0.3
 Binning = Literal["per_table", "real_edges"]
@@ -202,6 +203,11 @@ class Trend(Metric):
     binning:
         ``"per_table"`` (default, what sdmetrics' property does) or ``"real_edges"`` (bin both
         tables on the real table's edges, open-ended; statistically cleaner, not sdmetrics-equal).
+    max_pairs:
+        Column pairs are ``p (p - 1) / 2``, quadratic in the columns: a table with more pairs than
+        this (default 1,000,000, about 1,400 columns) is refused with a ``TabmemError`` naming the
+        setting (``tabmem quality`` then reports trend as skipped, with that reason) instead of
+        running for hours; ``None`` scores every pair whatever the width.
     """
 
     name = "trend"
@@ -215,7 +221,9 @@ class Trend(Metric):
         real_association_threshold: float | None = None,
         binning: Binning = "per_table",
         n_bins: int = 10,
+        max_pairs: int | None = MAX_PAIRS,
     ) -> None:
+        self.max_pairs = max_pairs
         self.pair_filter = pair_filter
         self.real_correlation_threshold = real_correlation_threshold
         self.real_association_threshold = real_association_threshold
@@ -252,6 +260,16 @@ class Trend(Metric):
         holdout: pd.DataFrame | None = None,
     ) -> MetricResult:
         corr, assoc = self.thresholds()
+        if self.max_pairs is not None:
+            check_positive_int("max_pairs", self.max_pairs)
+            p = schema.n_columns
+            n_pairs = p * (p - 1) // 2
+            if n_pairs > self.max_pairs:
+                setting = name_setting(f"max_pairs={n_pairs}", "--trend-max-pairs", str(n_pairs))
+                raise TabmemError(
+                    f"{p} columns make {n_pairs} column pairs, more than max_pairs={self.max_pairs} "
+                    f"(the cost is quadratic in the columns); pass {setting} to score them all"
+                )
         prep, _ = prepare_tables(real, synthetic, schema, nan="match")
         table = column_pair_trends(
             prep.real,

@@ -87,6 +87,12 @@ class SMOTE(Augmenter):
         if self.variant == "paper" and not self.num_features_:
             raise TabmemError("smote variant='paper' finds neighbours on numerical features; the table has none")
         self.class_counts_ = clean[target].value_counts()
+        if len(self.class_counts_) < 2:
+            only = ", ".join(repr(str(v)) for v in self.class_counts_.index) or "none"
+            raise TabmemError(
+                f"smote: the target column {target!r} has a single class ({only}); SMOTE creates rows of the "
+                "minority classes and needs at least two classes"
+            )
 
     def _augment(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         quota = class_quota(self.class_counts_, n, self.classes)

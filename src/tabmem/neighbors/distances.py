@@ -187,7 +187,8 @@ class Distance:
         self.encoder_ = encoder
         self.schema_ = encoder.schema
         self.n_columns_ = encoder.schema.n_columns
-        self._nan_cols = np.array([bool(clean[c].isna().any()) for c in self.schema_.numerical], dtype=bool)
+        num = list(self.schema_.numerical)
+        self._nan_cols = clean[num].isna().any().to_numpy(dtype=bool) if num else np.zeros(0, dtype=bool)
         self.ref_ = self.prepare(clean, fitting=True)
         self._fit_extra()
         self._groups = None

@@ -106,6 +106,17 @@ def _ci(value: Any) -> tuple[float, float] | None:
     return None
 
 
+def _why_no_interval(audit: Audit) -> str:
+    """Why an audit has no excess interval: too few rows to resample (re-running cannot help), or none recorded."""
+    sizes = {"synthetic": audit.get("n_synthetic"), "holdout": audit.get("n_holdout")}
+    small = [f"{n} {name} row{'s' if n != 1 else ''}" for name, n in sizes.items() if isinstance(n, int) and n < 2]
+    if small:
+        return (
+            f"no interval: {' and '.join(small)} cannot be resampled (a bootstrap interval needs at least 2 per table)."
+        )
+    return "no bootstrap interval recorded (re-run to get one)."
+
+
 # ----------------------------------------------------------------------------- findings
 def discrimination_note(audit: Audit | None) -> str | None:
     """The audit's warning that its distance cannot tell copies from real unseen rows on the data, or ``None``."""
@@ -155,7 +166,7 @@ def _memorization_finding(audit: Audit | None) -> Finding:
             "Memorization",
             "info",
             "no interval",
-            f"{base}: excess {fmt_points(excess)}; no bootstrap interval recorded (re-run to get one).",
+            f"{base}: excess {fmt_points(excess)}; " + _why_no_interval(audit),
         )
     ci_txt = f"{conf} {fmt_ci(ci, pct=True)} points"
     if ci[0] > 0:
