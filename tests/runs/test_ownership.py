@@ -26,8 +26,11 @@ from tabmem._io import read_frame, read_json, reading
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.runs.protocol import (
+    ATTACK_RUN,
     AUDIT_RUN,
+    AUGMENT_RUN,
     LOCK_FILE,
+    QUALITY_RUN,
     RUN_KINDS,
     TRAIN_RUN,
     RunDirectory,
@@ -303,3 +306,38 @@ def test_files_of_a_run_types_names_that_no_run_of_it_wrote_are_left_alone(tmp_p
     (out / "config.json").write_text('{"model": "tabddpm", "seed": 0}')  # a run killed before its first checkpoint
     assert not RunDirectory(out, TRAIN_RUN).start({"model": "m", "seed": 0}, overwrite=True)
     assert _listing(out) == ["config.json"]
+
+
+@pytest.mark.parametrize("kind", [AUDIT_RUN, ATTACK_RUN, QUALITY_RUN, AUGMENT_RUN], ids=lambda k: k.name)
+def test_single_shot_runs_never_replace_another_tools_summary(tmp_path, kind):
+    """A folder holding someone else's summary.json: refused before anything is written; a summary that the
+    run type wrote (its keys) is its own, and the run may replace it."""
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "summary.json").write_text('{"theirs": 1}')
+    with pytest.raises(TabmemError, match=rf"holds summary\.json, which no tabmem {kind.name} run can be shown"):
+        with RunDirectory(out, kind).lock():
+            pass
+    assert _listing(out) == ["summary.json"] and (out / "summary.json").read_text() == '{"theirs": 1}'
+    (out / "summary.json").write_text(json.dumps(dict.fromkeys(kind.config_keys, 0)))  # a run killed mid-write
+    with RunDirectory(out, kind).lock():
+        pass
+
+
+def test_audit_cli_refuses_a_foreign_summary_and_reruns_into_its_own_output(tmp_path):
+    from tabmem.cli import main
+
+    df = _table(40)
+    train, syn = tmp_path / "train.csv", tmp_path / "syn.csv"
+    df.iloc[:20].to_csv(train, index=False)
+    df.iloc[20:].to_csv(syn, index=False)
+    argv = ["audit", "--train", str(train), "--synthetic", str(syn), "--unseen", "mismatch", "--n-jobs", "1"]
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "summary.json").write_text('{"theirs": 1}')
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--out", str(foreign)])
+    assert exc.value.code == 2 and (foreign / "summary.json").read_text() == '{"theirs": 1}'
+    for _ in range(2):  # a second audit into its own output replaces its own files
+        main([*argv, "--out", str(tmp_path / "mine")])
+    assert json.loads((tmp_path / "mine" / "summary.json").read_text())["n_train"] == 20

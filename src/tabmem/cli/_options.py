@@ -427,8 +427,9 @@ def echo_schema(schema: Schema, source: str) -> None:
     (separator, decimal comma, codes read as text, ``NA``-like categories kept, columns left out)."""
     from tabmem.data.io import describe_read
 
-    def names(cols: tuple[str, ...]) -> str:  # a name holding a separator is quoted
-        return ", ".join(repr(c) if any(ch in c for ch in ",;:") else c for c in cols) or "none"
+    def names(cols: tuple[str, ...], shown: int = 50) -> str:  # a name holding a separator is quoted
+        listed = ", ".join(repr(c) if any(ch in c for ch in ",;:") else c for c in cols[:shown]) or "none"
+        return listed + (f" and {len(cols) - shown:,} more" if len(cols) > shown else "")
 
     num, cat = names(schema.numerical), names(schema.categorical)
     target = f"; target: {schema.target} ({schema.task})" if schema.target else ""
@@ -573,14 +574,16 @@ def _without(
 
 
 def prepare_out_dir(path: str | os.PathLike, option: str = "--out", kind: RunKind | None = None) -> Path:
-    """Create the output directory (and its parents); one clear line when that is impossible, or when
-    it holds a tabmem run of another type than ``kind`` (:meth:`RunDirectory.check_kind`)."""
+    """Create the output directory (and its parents); one clear line when that is impossible, when it
+    holds a tabmem run of another type than ``kind`` (:meth:`RunDirectory.check_kind`), or files of
+    ``kind``'s names that no run of it wrote (:meth:`RunDirectory.check_own`)."""
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise TabmemError(f"{option}: {str(out)!r} exists and is not a directory")
     if kind is not None:
         try:
             RunDirectory(out, kind).check_kind()
+            RunDirectory(out, kind).check_own()
         except TabmemError as exc:
             raise TabmemError(f"{option}: {exc}") from None
     try:

@@ -78,6 +78,7 @@ class RunKind:
     config: str | None = "config.json"  # None: the settings live a level up
     signature: tuple[str, ...] = ()  # names or patterns only this run type writes: they identify it
     config_keys: tuple[str, ...] = ()  # keys its config file always has (identifies a run with no signature file yet)
+    proof: str | None = None  # the JSON file holding config_keys, when it is not the config file (a summary)
 
     def found_in(self, path: str | os.PathLike) -> list[str]:
         """The signature files of this run type in directory ``path`` (empty: not this run type)."""
@@ -117,12 +118,16 @@ AUDIT_RUN = RunKind(
     files=("summary.json", "replicas.csv", "records.csv", "rare_values.csv"),
     progress="summary.json",
     signature=("replicas.csv", "rare_values.csv"),
+    config_keys=("n_train", "n_synthetic", "distance", "threshold"),
+    proof="summary.json",
 )
 ATTACK_RUN = RunKind(
     "attack",
     files=("summary.json", "scores.csv", "roc.csv", "risk.csv", "shadows"),
     progress="shadows",
     signature=("scores.csv", "roc.csv", "risk.csv", "shadows"),
+    config_keys=("_meta",),
+    proof="summary.json",
 )
 DYNAMICCUT_RUN = RunKind(
     "dynamiccut",
@@ -136,10 +141,22 @@ SHADOWS_RUN = RunKind(
 )
 SHADOW_RUN = RunKind("shadow", ("checkpoint.pt", "synthetic.parquet", "done.json"), config=None)
 QUALITY_RUN = RunKind(
-    "quality", ("summary.json", "*_breakdown.csv"), progress="summary.json", config=None, signature=("*_breakdown.csv",)
+    "quality",
+    ("summary.json", "*_breakdown.csv"),
+    progress="summary.json",
+    config=None,
+    signature=("*_breakdown.csv",),
+    config_keys=("goals", "n_real", "n_synthetic"),
+    proof="summary.json",
 )
 AUGMENT_RUN = RunKind(
-    "augment", ("augmented.csv", "summary.json"), progress="summary.json", config=None, signature=("augmented.csv",)
+    "augment",
+    ("augmented.csv", "summary.json"),
+    progress="summary.json",
+    config=None,
+    signature=("augmented.csv",),
+    config_keys=("method", "n_original", "n_new"),
+    proof="summary.json",
 )
 #: a study directory (its writer lock; cells resume step by step)
 STUDY_RUN = RunKind(
@@ -216,13 +233,26 @@ class RunDirectory:
         owned = self.owned()
         if all(p.name.startswith(".") and ".tmp" in p.name for p in owned):
             return True
-        if kind.config and kind.config_keys and (self.path / kind.config).is_file():
+        proof = kind.proof or kind.config
+        if proof and kind.config_keys and (self.path / proof).is_file():
             try:
-                doc = read_json(self.path / kind.config)
+                doc = read_json(self.path / proof)
             except TabmemError:
                 return False
             return isinstance(doc, dict) and all(k in doc for k in kind.config_keys)
         return False
+
+    def check_own(self) -> None:
+        """Refuse a directory holding files of this run type's names that no run of it can be shown to
+        have written (:meth:`proven_own`): another tool's ``summary.json`` is never replaced."""
+        if self.holds_run() and not self.proven_own():
+            names = ", ".join(p.name for p in self.owned()[:3])
+            proof = self.kind.proof or self.kind.config or "config"
+            raise TabmemError(
+                f"{str(self.path)!r} holds {names}, which no tabmem {self.kind.name} run can be shown to have "
+                f"written (no {', '.join(self.kind.signature[:2])}, no {proof} of one): tabmem deletes or "
+                "replaces only its own files; choose another output directory"
+            )
 
     def remove(self) -> None:
         """Delete the files and folders this run type owns (and their atomic-write leftovers), nothing else."""
@@ -248,8 +278,10 @@ class RunDirectory:
     def lock(self) -> Iterator[RunDirectory]:
         """Hold ``DIR/.lock`` exclusively while the block runs (one writer per directory); the file is
         removed when the block ends, so a finished run leaves nothing of the lock behind. A directory
-        holding another run type is refused first (:meth:`check_kind`), before anything is written."""
+        holding another run type, or files of this one's names that no run of it wrote, is refused first
+        (:meth:`check_kind`, :meth:`check_own`), before anything is written."""
         self.check_kind()
+        self.check_own()
         try:
             import fcntl
         except ModuleNotFoundError:  # pragma: no cover - not POSIX: no lock
@@ -311,13 +343,7 @@ class RunDirectory:
         kind, out = self.kind, self.path
         marker = out / kind.progress
         has_run = self.holds_run()
-        if has_run and not self.proven_own():
-            names = ", ".join(p.name for p in self.owned()[:3])
-            raise TabmemError(
-                f"{str(out)!r} holds {names}, which no tabmem {kind.name} run can be shown to have written "
-                f"(no {', '.join(kind.signature[:2])}, no {kind.config or 'config'} of one): tabmem deletes or "
-                "replaces only its own files; choose another output directory"
-            )
+        self.check_own()
         resuming = False
         if overwrite and has_run:
             self.remove()
