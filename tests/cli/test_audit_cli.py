@@ -7,17 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from tabmem.cli import main
-
-
-def run(args: list[str], capsys) -> tuple[int, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out + out.err
+from cli_run import run
 
 
 @pytest.fixture

@@ -8,17 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tabmem.cli import main
-
-
-def run(args: list[str], capsys) -> tuple[int, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out + out.err
+from cli_run import run
 
 
 def _tables(tmp_path, sep: str = ",", decimal: str = ".") -> dict[str, str]:

@@ -16,20 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tabmem.cli import main
+from cli_run import run
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.metrics.trend import MAX_PAIRS, Trend
-
-
-def run(args: list[str], capsys) -> tuple[int, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out + out.err
 
 
 def wide(n_rows: int, n_cols: int, seed: int = 0) -> pd.DataFrame:

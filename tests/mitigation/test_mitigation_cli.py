@@ -8,17 +8,7 @@ import pandas as pd
 import pytest
 from mitigation_tables import mixed_table
 
-from tabmem.cli import main
-
-
-def run(args: list[str], capsys) -> tuple[int, str]:
-    try:
-        main([str(a) for a in args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out + out.err
+from cli_run import run
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tabmem.cli import main
+from cli_run import run
 from tabmem.data.schema import Schema
 from tabmem.runs.attack import attack_to_dir
 
@@ -35,16 +35,6 @@ def files(tmp_path_factory):
     for name, t in (("m", members), ("n", non_members), ("p", population), ("s", synthetic)):
         t.to_csv(d / f"{name}.csv", index=False)
     return d
-
-
-def run(args: list[str], capsys) -> tuple[int, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out + out.err
 
 
 def _args(d, out, *extra):

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
+from cli_run import run
 from tabmem.cli import main
 from tabmem.cli.demo import headline_table, print_dynamics
 from tabmem.studies.demo import demo_study_text, headline
@@ -22,16 +23,6 @@ from tabmem.studies.store import load_results
 from tabmem.studies.study import load_study
 
 pytest.importorskip("torch")
-
-
-def run(args: list[str], capsys) -> tuple[int, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out + out.err
 
 
 @pytest.fixture(scope="module")
