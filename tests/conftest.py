@@ -48,3 +48,21 @@ def pytest_sessionfinish(session, exitstatus) -> None:
         for r in bad:
             reporter.write_line(f"TABMEM_STRICT_SKIPS: skipped in CI: {r.nodeid}: {r.longrepr}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts table validations by table name (``synthetic``, ``holdout``...): each table is validated once."""
+    from collections import Counter
+
+    import tabmem.data.schema as schema_module
+
+    calls: Counter[str] = Counter()
+    raw = schema_module._validate_raw
+
+    def counting(table, schema, *, name="synthetic", **kw):
+        calls[name] += 1
+        return raw(table, schema, name=name, **kw)
+
+    monkeypatch.setattr(schema_module, "_validate_raw", counting)
+    return calls

@@ -13,24 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import tabmem.data.schema as schema_module
 from tabmem.attacks.runner import run_attacks
 from tabmem.cli import main
 from tabmem.data.schema import Schema
 from tabmem.memorization.replicas import ReplicaDetector
-
-
-@pytest.fixture
-def counted(monkeypatch):
-    calls: Counter[str] = Counter()
-    raw = schema_module._validate_raw
-
-    def counting(table, schema, *, name="synthetic", **kw):
-        calls[name] += 1
-        return raw(table, schema, name=name, **kw)
-
-    monkeypatch.setattr(schema_module, "_validate_raw", counting)
-    return calls
 
 
 def _table(n: int, seed: int) -> pd.DataFrame:

@@ -15,7 +15,6 @@ import pandas as pd
 import pytest
 
 import tabmem
-import tabmem.data.schema as schema_module
 from tabmem.cli import main
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
@@ -110,19 +109,6 @@ def test_untimed_summary_has_no_seconds_and_evidence_is_optional(tables, tmp_pat
     assert not {"authenticity", "nndr", "data_copying", "identical_matches"} & set(bare)
     assert all(v != v for v in bare["memorization_rate_ci"])  # no interval without resamples (NaN)
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == sorted(OUTPUTS)  # the lock file goes with the run
-
-
-@pytest.fixture
-def counted(monkeypatch):
-    calls: Counter[str] = Counter()
-    raw = schema_module._validate_raw
-
-    def counting(table, schema, *, name="synthetic", **kw):
-        calls[name] += 1
-        return raw(table, schema, name=name, **kw)
-
-    monkeypatch.setattr(schema_module, "_validate_raw", counting)
-    return calls
 
 
 def test_validated_tables_serve_every_distance_unvalidated_again(tables, tmp_path, counted):
