@@ -16,6 +16,7 @@ from tabmem.errors import TabmemError, set_option_lookup
 # command name -> "module:attribute"; each module defines one click command.
 COMMANDS: dict[str, str] = {
     "audit": "tabmem.cli.audit:audit",
+    "check": "tabmem.cli.check:check",
     "datasets": "tabmem.cli.datasets:datasets",
     "demo": "tabmem.cli.demo:demo",
     "train": "tabmem.cli.train:train",

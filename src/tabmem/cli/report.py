@@ -21,7 +21,12 @@ from tabmem.cli._options import data_dir_option, encoding_option, file_option, p
 @click.option("--dataset", default=None, help="With --show-records: the registered dataset trained on.")
 @data_dir_option("Dataset directory (default $TABMEM_DATA_DIR).")
 @encoding_option("Text encoding of a CSV --train.")
-def report(directory, out, show_records, train, dataset, data_dir, encoding) -> None:
+@click.option(
+    "--policy",
+    default=None,
+    help="The policy whose verdict the badges show: standard (default), strict, or a TOML policy file (as tabmem check).",
+)
+def report(directory, out, show_records, train, dataset, data_dir, encoding, policy) -> None:
     """Write a self-contained HTML report (verdict, plots, tables) from DIR.
 
     DIR is a study (tabmem run), a tabmem train run directory, an audit/attack/quality output
@@ -29,8 +34,10 @@ def report(directory, out, show_records, train, dataset, data_dir, encoding) -> 
     shows positions and counts of training records only, unless --show-records.
     """
     from tabmem.errors import TabmemError
+    from tabmem.gate import load_policy
     from tabmem.report import write_report
 
+    chosen = load_policy(policy)  # a malformed policy: one line before any work
     if (train or dataset) and not show_records:
         raise TabmemError("--train/--dataset only serve --show-records (the report reads everything else from DIR)")
     if train and dataset:
@@ -44,6 +51,6 @@ def report(directory, out, show_records, train, dataset, data_dir, encoding) -> 
         from tabmem.data.datasets import load_dataset
 
         table = load_dataset(dataset, data_dir=data_dir).train
-    path = write_report(directory, out, show_records=show_records, train=table, data_dir=data_dir)
+    path = write_report(directory, out, show_records=show_records, train=table, data_dir=data_dir, policy=chosen)
     size = path.stat().st_size
     click.echo(f"wrote {path} ({size / 1024:.0f} KiB, self-contained: open it in any browser, no network needed)")

@@ -1,7 +1,8 @@
 """``tabmem report``: one self-contained HTML page from a study, a train run or audit/attack/quality outputs.
 
 * :mod:`.readers`: one function per input kind, all producing the same :mod:`.model`;
-* :mod:`.verdict`: what the numbers say, in plain words;
+* :mod:`.decision`: cells handed to the rule engine (:mod:`tabmem.gate`): ``tabmem check``;
+* :mod:`.verdict`: what the numbers say, in plain words, and the policy's badge;
 * :mod:`.plots`: matplotlib figures as inline SVG;
 * :mod:`.render`: the Jinja2 page (``templates/``).
 
@@ -17,6 +18,7 @@ import pandas as pd
 
 from tabmem._io import write_text
 from tabmem.errors import TabmemError, name_setting, suggest
+from tabmem.gate import Policy, load_policy
 from tabmem.report.model import Attacks, Audit, Cell, Quality, ReportData, Training
 from tabmem.report.readers import detect_kind, load_report_data
 from tabmem.report.render import render_report
@@ -48,14 +50,17 @@ def write_report(
     train: pd.DataFrame | None = None,
     data_dir: str | Path | None = None,
     n_records: int = 10,
+    policy: Policy | str | Path | None = None,
 ) -> Path:
     """Read ``path`` (any input of :func:`load_report_data`) and write the HTML report; returns its path.
 
     ``out`` defaults to ``path/report.html``. With ``show_records`` the ``n_records``
     most-replicated training records of each cell are shown with their values, read from
     ``train`` or from the source the run recorded (a registered dataset, found in ``data_dir``,
-    or a training file); otherwise the report holds positions and counts only.
+    or a training file); otherwise the report holds positions and counts only. The verdict is
+    ``policy``'s (a :class:`~tabmem.gate.Policy`, a built-in name or a TOML file; ``standard`` when None).
     """
+    chosen = policy if isinstance(policy, Policy) else load_policy(policy)
     data = load_report_data(path)
     out_path = Path(out) if out is not None else Path(path) / "report.html"
     if out_path.exists() and out_path.is_dir():
@@ -63,7 +68,7 @@ def write_report(
             f"{name_setting('out', '--out')}: {str(out_path)!r} is a directory; give the HTML file to write"
         )
     records = _records(data, train, data_dir, n_records) if show_records else None
-    return write_text(out_path, render_report(data, records=records))
+    return write_text(out_path, render_report(data, records=records, policy=chosen))
 
 
 def _records(

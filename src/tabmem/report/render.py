@@ -18,6 +18,7 @@ import pandas as pd
 
 from tabmem._io import jsonable
 from tabmem.errors import TabmemError
+from tabmem.gate import Policy, load_policy
 from tabmem.report import plots, tables
 from tabmem.report.model import Cell, ReportData
 from tabmem.report.verdict import cell_verdict, evidence_lines
@@ -74,8 +75,12 @@ def _anchor(i: int) -> str:
 
 
 # ----------------------------------------------------------------------------- page
-def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None = None) -> str:
-    """The HTML page of ``data``. ``records`` (cell name -> training rows) is shown only when given."""
+def render_report(
+    data: ReportData, *, records: dict[str, pd.DataFrame] | None = None, policy: Policy | None = None
+) -> str:
+    """The HTML page of ``data``. ``records`` (cell name -> training rows) is shown only when given; the
+    verdict is ``policy``'s (the ``standard`` policy when None), as ``tabmem check`` gives it."""
+    policy = policy if policy is not None else load_policy()
     _require_extra()
     import jinja2
 
@@ -83,7 +88,7 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
     cells = []
     for i, (cell, label) in enumerate(zip(data.cells, labels)):
         held, dyn_table = tables.dynamics_findings(cell)
-        verdict = cell_verdict(cell)
+        verdict = cell_verdict(cell, policy)
         figs = {
             "heavy_tail": plots.heavy_tail_figure(cell.audit) if cell.audit is not None else None,
             "epochs": plots.epochs_figure(cell.training, cell.audit) if cell.training is not None else None,
@@ -148,6 +153,7 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
         overview=overview,
         summary_table=summary_table,
         headline=headline,
+        policy=policy,
         css=css,
         report_versions=report_versions(),
         show_records=bool(records),
@@ -174,18 +180,17 @@ def _evidence_blocks(cell: Cell) -> list[dict[str, Any]]:
 
 
 def _headline(verdicts: list) -> str:
-    """One sentence over every cell: how many leak, how many show nothing beyond the baselines, how many failed."""
+    """One sentence over every cell: how many fail the policy, how many are not shown within it, how many pass."""
     n = len(verdicts)
+    policy = verdicts[0].policy if verdicts else "standard"
     leak = sum(v.level == "alert" for v in verdicts)
     ok = sum(v.level == "ok" for v in verdicts)
     missing = sum(v.level == "missing" for v in verdicts)
-    parts = [
-        f"{leak} of {n} synthetic tables leak (memorization beyond the holdout baseline or an attack above chance)"
-    ]
-    if ok:
-        parts.append(f"{ok} show{'s' if ok == 1 else ''} no leakage")
+    parts = [f"{leak} of {n} synthetic tables fail the {policy} policy (a rule's figure beyond its limit)"]
     if n - leak - ok - missing:
-        parts.append(f"{n - leak - ok - missing} inconclusive")
+        parts.append(f"{n - leak - ok - missing} not shown within it (an interval holds a limit)")
+    if ok:
+        parts.append(f"{ok} pass{'es' if ok == 1 else ''} it")
     if missing:
         parts.append(f"{missing} without results")
     return "; ".join(parts) + "."

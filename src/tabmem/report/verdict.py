@@ -28,7 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tabmem.attacks.base import ATTACKS
+from tabmem.gate import FAIL, PASS, Judgement, Policy, evaluate, figures_of, load_policy
+from tabmem.gate.figures import Measured
+from tabmem.gate.intervals import widen
 from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI, NO_DISCRIMINATION
+from tabmem.report.decision import measured_of
 from tabmem.report.model import Attacks, Audit, Cell, Quality
 from tabmem.report.readers import finite
 
@@ -70,11 +74,14 @@ class Finding:
 
 @dataclass
 class CellVerdict:
-    """The verdict of one cell: an overall badge and one finding per topic."""
+    """The verdict of one cell: the policy's badge (naming the rules that set it), one finding per topic,
+    and the policy's judgements (:mod:`tabmem.gate`, the engine of ``tabmem check``)."""
 
     level: str
     badge: str
     findings: list[Finding] = field(default_factory=list)
+    policy: str = "standard"
+    judgements: list[Judgement] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- formatting
@@ -129,15 +136,49 @@ def discrimination_note(audit: Audit | None) -> str | None:
 
 
 def memorization_finding(audit: Audit | None) -> Finding:
-    """The memorization verdict, with the caution that the distance cannot discriminate where the audit found so."""
+    """The memorization verdict: replicas beyond the holdout's, with the caution that the distance cannot
+    discriminate where the audit found so, and exact copies beyond the holdout's (which need no distance)."""
     finding = _memorization_finding(audit)
     note = discrimination_note(audit)
-    if note is None:
+    if note is not None:
+        text = f"{finding.text} Caution: {note[0].upper()}{note[1:]}."
+        if finding.level == "alert":
+            finding = Finding(finding.topic, finding.level, finding.headline, text)
+        else:
+            finding = Finding(finding.topic, "info", "distance cannot discriminate", text)
+    copies = exact_copy_sentence(audit)
+    if copies is None:
         return finding
-    text = f"{finding.text} Caution: {note[0].upper()}{note[1:]}."
-    if finding.level == "alert":
-        return Finding(finding.topic, finding.level, finding.headline, text)
-    return Finding(finding.topic, "info", "distance cannot discriminate", text)
+    found, sentence = copies
+    text = f"{finding.text} {sentence}"
+    if found:
+        headline = "exact copies" if finding.level != "alert" else f"{finding.headline}, with exact copies"
+        return Finding(finding.topic, "alert", headline, text)
+    return Finding(finding.topic, finding.level, finding.headline, text)
+
+
+def exact_copy_sentence(audit: Audit | None) -> tuple[bool, str] | None:
+    """``(found, sentence)``: exact copies of training rows against the holdout's, with Newcombe's interval of
+    the excess (found: it lies above 0); None without a holdout."""
+    if audit is None:
+        return None
+    fig = next(
+        (f for f in figures_of(Measured("", audits={"": audit.summary})) if f.name == "memorization.exact_copy_excess"),
+        None,
+    )
+    if fig is None or fig.value is None:
+        return None
+    rate, hold = finite(audit.get("exact_copy_rate")), finite(audit.get("holdout_exact_copy_rate"))
+    base = f"Exact copies: {fmt_pct(rate)} of synthetic rows equal a training row, against {fmt_pct(hold)} of real unseen rows"
+    if fig.ci is None:
+        return False, base + "."
+    ci_txt = f"95% CI {fmt_ci(fig.ci, pct=True)} points"
+    if fig.ci[0] > 0:
+        return (
+            True,
+            f"{base}: {fmt_points(fig.value)} beyond the baseline ({ci_txt}): the generator copies training rows.",
+        )
+    return False, f"{base} (excess {fmt_points(fig.value)}, {ci_txt})."
 
 
 def _memorization_finding(audit: Audit | None) -> Finding:
@@ -253,9 +294,12 @@ def attack_finding(attacks: Attacks | None) -> Finding:
     auc = finite(r.get("auc"))
     ci = _ci(r.get("auc_ci"))
     label = attack_name(name)
-    n_attacks = len(attacks.results)
+    n_attacks = sum(finite(x.get("auc")) is not None for x in attacks.results.values())
     which = f"the strongest of {n_attacks} attacks" if n_attacks > 1 else "the only attack run"
-    leaks = ci is not None and ci[0] > 0.5
+    corrected = ci
+    if ci is not None and auc is not None and n_attacks > 1:  # choosing the strongest: Bonferroni over the attacks
+        corrected = widen(auc, ci, recorded=0.95, wanted=1 - 0.05 / n_attacks)
+    leaks = corrected is not None and corrected[0] > 0.5
     tprs = "; ".join(tpr_phrase(r, f, leaks=leaks) for f in ("0.1", "0.01"))
     if r.get("midst_tpr_at_fpr"):
         tprs += "; " + ", ".join(midst_phrase(r, f) for f in ("0.1", "0.01"))
@@ -263,6 +307,8 @@ def attack_finding(attacks: Attacks | None) -> Finding:
         if eps is not None:
             tprs += f"; ε lower bound {eps:.2f}"
     auc_txt = f"AUC {auc:.3f}" + (f" (95% CI {fmt_ci(ci)})" if ci else " (no interval recorded)")
+    if ci is not None and corrected is not None and n_attacks > 1:
+        auc_txt += f", {fmt_ci(corrected)} corrected for choosing the best of {n_attacks}"
     if leaks:
         return Finding(
             "Membership inference",
@@ -273,11 +319,12 @@ def attack_finding(attacks: Attacks | None) -> Finding:
     verdict = "no attack beats chance" if n_attacks > 1 else "the attack does not beat chance"
     if ci is None:
         return Finding("Membership inference", "info", "no interval", f"{label}, {which}: {auc_txt}; {tprs}.")
+    holds = "which holds 0.5" if n_attacks == 1 or ci[0] <= 0.5 else "which holds 0.5 once corrected"
     return Finding(
         "Membership inference",
         "ok",
         "chance level",
-        f"{verdict.capitalize()}: {label}, {which}, reaches {auc_txt}, which holds 0.5; {tprs}.",
+        f"{verdict.capitalize()}: {label}, {which}, reaches {auc_txt}, {holds}; {tprs}.",
     )
 
 
@@ -295,9 +342,11 @@ def _copying_phrase(copying: dict[str, Any]) -> tuple[str, str]:
         return "info", "The data-copying test could not be computed (too few rows in the cells)."
     nums = f"Z = {z:.2f}, p = {p:.2g}; {len(flagged)}{of} cell{'' if used == 1 else 's'} flagged{untested}"
     if p < alpha:
-        return "alert", (
+        return "info", (
             f"Data-copying test: synthetic rows lie closer to their training rows than real unseen rows do "
-            f"({nums}; p < {alpha:g}: copying)."
+            f"({nums}; p < {alpha:g}). The test cannot tell copying from rows concentrated on a dense subgroup "
+            "(real unseen rows from one subgroup trip it too), so it sets no verdict: the replica and exact-copy "
+            "excesses do."
         )
     if p > 1 - alpha:
         return "info", (
@@ -368,7 +417,7 @@ def evidence_lines(audit: Audit | None) -> list[tuple[str, str]]:
 
 
 def evidence_finding(audit: Audit | None) -> Finding:
-    """The distance evidence as one verdict line: alert when the data-copying test finds copying."""
+    """The distance evidence as one line: stated next to the holdout's, never an alert (see :func:`_copying_phrase`)."""
     lines = evidence_lines(audit)
     if not lines:
         text = (
@@ -381,7 +430,11 @@ def evidence_finding(audit: Audit | None) -> Finding:
     level = lines[0][0] if tested else "info"  # the copying test comes first: the only one with a verdict
     z = finite((audit.get("data_copying") or {}).get("z")) if tested else None  # type: ignore[union-attr]
     underfits = "underfits" if z is not None else "test not computed"
-    headline = {"alert": "copying", "ok": "no copying found", "info": underfits if tested else "no test"}[level]
+    closer = z is not None and z < 0
+    headline = {
+        "ok": "no copying found",
+        "info": ("closer than real rows" if closer else underfits) if tested else "no test",
+    }[level]
     text = lines[0][1] if tested else ""
     compact = []
     for key, label, part in (
@@ -494,8 +547,14 @@ def utility_finding(quality: Quality | None) -> Finding:
     return Finding("Utility", "neutral", "", text + ".")
 
 
-def cell_verdict(cell: Cell) -> CellVerdict:
-    """The badge and the four findings of one cell."""
+def cell_verdict(cell: Cell, policy: Policy | None = None) -> CellVerdict:
+    """The badge, the findings and the policy's judgements of one cell.
+
+    The badge is the policy's verdict (``standard`` unless given), from the engine of ``tabmem check``
+    on the same summaries: it fails when a rule fails, is "not shown" when a rule is unresolved, and
+    names the rules that set it. The findings say what each number means; they never set the badge.
+    """
+    policy = policy if policy is not None else load_policy()
     mem, att = memorization_finding(cell.audit), attack_finding(cell.attacks)
     others = [(d, a) for d, a in cell.audits.items() if a is not cell.audit]
     if others:
@@ -510,26 +569,25 @@ def cell_verdict(cell: Cell) -> CellVerdict:
     evidence = evidence_finding(cell.audit) if cell.audit is not None else None
     privacy = privacy_finding(cell.attacks)
     findings += [f for f in (evidence, privacy) if f is not None]
-    if mem.level != "alert" and evidence is not None and evidence.level == "alert":
-        mem = Finding(mem.topic, "alert", "copying", mem.text)  # for the badge: the copying test is a null too
-    if att.level != "alert" and privacy is not None and privacy.level == "alert":
-        att = Finding(att.topic, "alert", privacy.headline, att.text)  # a bound above the claimed ε is a leak
+    judgements = list(evaluate(policy, [measured_of(cell)]).judgements)
+    level, badge = policy_badge(policy.name, judgements)
     if cell.status not in ("done", "ok", "finished", "success"):
         badge, level = f"cell {cell.status}" + (f": {cell.error}" if cell.error else ""), "missing"
-    elif mem.level == "alert" and att.level == "alert":
-        badge, level = "Memorizes, and attacks tell members apart", "alert"
-    elif mem.level == "alert":
-        badge, level = "Memorizes beyond the holdout baseline", "alert"
-    elif att.level == "alert":
-        badge, level = "An attack tells members apart", "alert"
-    elif mem.level == "ok" and att.level == "ok":
-        badge, level = "No leakage found", "ok"
-    elif mem.level == "ok" and att.level == "missing":
-        badge, level = "No memorization beyond the baseline (no attacks run)", "ok"
-    elif att.level == "ok" and mem.level == "missing":
-        badge, level = "No attack beats chance (no replica audit)", "ok"
-    elif mem.level == "missing" and att.level == "missing":
-        badge, level = "Privacy not measured", "missing"
-    else:
-        badge, level = "Inconclusive", "info"
-    return CellVerdict(level=level, badge=badge, findings=findings)
+    return CellVerdict(level=level, badge=badge, findings=findings, policy=policy.name, judgements=judgements)
+
+
+def policy_badge(policy: str, judgements: list[Judgement]) -> tuple[str, str]:
+    """``(level, badge)`` of a policy's judgements: alert (a rule fails), info (a rule unresolved or a required
+    figure missing), ok (every judged rule passes), missing (no rule could be judged)."""
+    failed = [j.rule.id for j in judgements if j.status == FAIL or (j.failed and j.status != "unresolved")]
+    unresolved = [j.rule.id for j in judgements if j.status == "unresolved"]
+    passed = [j.rule.id for j in judgements if j.status == PASS]
+    if failed:
+        extra = f"; {', '.join(unresolved)} unresolved" if unresolved else ""
+        return "alert", f"Fails the {policy} policy: {', '.join(failed)}{extra}"
+    if unresolved:
+        return "info", f"Not shown within the {policy} policy: {', '.join(unresolved)} unresolved"
+    if passed:
+        n = len(passed)
+        return "ok", f"Passes the {policy} policy ({n} rule{'s' * (n != 1)} judged: {', '.join(passed)})"
+    return "missing", "Privacy not measured"
