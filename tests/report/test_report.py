@@ -144,7 +144,8 @@ def test_older_outputs_are_reported_with_notes(runs, tmp_path):
     assert any("no roc.csv" in n for n in data.notes) and any("no bootstrap intervals" in n for n in data.notes)
     cell = data.cells[0]
     assert plots.roc_figure(cell.attacks) is None
-    assert memorization_finding(cell.audit).headline == "no interval"
+    f = memorization_finding(cell.audit)  # the copies of the example run are exact: found without an interval
+    assert f.headline == "exact copies" and "no bootstrap interval recorded" in f.text
     html = render_report(data)
     assert "no roc.csv" in html and html.count('<svg class="plot"') == 4  # rates, heavy tail, distances, shape
     # the distance evidence section says why it is empty; no privacy audit without its keys
@@ -209,21 +210,42 @@ def test_attack_verdict_says_when_an_fpr_is_not_resolved():
 
 
 @pytest.mark.parametrize(
-    ("excess_ci", "auc_ci", "level", "badge"),
+    ("excess_ci", "auc_ci", "auc", "level", "badge"),
     [
-        ([0.01, 0.09], [0.55, 0.66], "alert", "Memorizes, and attacks tell members apart"),
-        ([0.01, 0.09], [0.45, 0.66], "alert", "Memorizes beyond the holdout baseline"),
-        ([-0.01, 0.09], [0.55, 0.66], "alert", "An attack tells members apart"),
-        ([-0.01, 0.09], [0.45, 0.66], "ok", "No leakage found"),
-        (None, [0.45, 0.66], "info", "Inconclusive"),
+        ([0.06, 0.09], [0.55, 0.59], 0.57, "alert", "Fails the standard policy: replicas"),
+        ([0.06, 0.09], [0.62, 0.70], 0.66, "alert", "Fails the standard policy: replicas, membership-auc"),
+        ([-0.01, 0.04], [0.62, 0.70], 0.66, "alert", "Fails the standard policy: membership-auc"),
+        (
+            [-0.01, 0.04],
+            [0.55, 0.59],
+            0.57,
+            "ok",
+            "Passes the standard policy (2 rules judged: replicas, membership-auc)",
+        ),
+        ([-0.01, 0.09], [0.55, 0.59], 0.57, "info", "Not shown within the standard policy: replicas unresolved"),
+        (None, [0.55, 0.59], 0.57, "info", "Not shown within the standard policy: replicas unresolved"),
+        # the strongest of 2 attacks just above the limit: within its own 95% CI, not once corrected for choosing it
+        ([-0.01, 0.04], [0.601, 0.70], 0.65, "info", "Not shown within the standard policy: membership-auc unresolved"),
     ],
 )
-def test_cell_badge(excess_ci, auc_ci, level, badge):
-    v = cell_verdict(Cell(name="c", path="", audit=audit(excess_ci), attacks=attacks(auc_ci)))
+def test_cell_badge_is_the_standard_policy(excess_ci, auc_ci, auc, level, badge):
+    v = cell_verdict(Cell(name="c", path="", audit=audit(excess_ci), attacks=attacks(auc_ci, auc=auc)))
     assert (v.level, v.badge) == (level, badge)
     topics = ["Memorization", "Membership inference", "Fidelity", "Utility", "Distance evidence"]
     assert [f.topic for f in v.findings] == topics  # no privacy audit without attack outputs that hold one
     assert v.findings[-1].level == "missing"  # a summary without the distance evidence keys
+    assert {j.rule.id: j.status for j in v.judgements}["exact-copies"] == "not measured"
+
+
+def test_strongest_attack_is_judged_corrected_for_choosing_it():
+    """The best of 4 attacks at AUC 0.573 [0.505, 0.640] is not "members told apart" once the choice among 4 is
+    corrected for (Bonferroni: 0.486 to 0.658); one attack with that interval is. (The demo's TabDDPM, 0.573
+    [0.518, 0.631] as best of 4, stays above chance corrected: 0.503 to 0.647.)"""
+    one = Attacks(summary={"dcr": {"auc": 0.573, "auc_ci": [0.505, 0.640], "n_non_members": 89}})
+    four = Attacks(summary={**{a: {"auc": 0.52, "auc_ci": [0.46, 0.58]} for a in ("a1", "a2", "a3")}, **one.summary})
+    assert attack_finding(one).level == "alert"
+    f = attack_finding(four)
+    assert f.level == "ok" and "corrected for choosing the best of 4" in f.text and "holds 0.5 once corrected" in f.text
 
 
 def test_verdict_of_the_example_runs(runs):

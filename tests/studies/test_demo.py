@@ -215,7 +215,7 @@ def test_the_demo_report_in_a_browser(demo_run):
         badges = page.evaluate(
             "Array.from(document.querySelectorAll('#verdict .verdict .badge')).map(function (b) { return b.textContent; })"
         )
-        assert len(badges) == 3 and badges[0] == "Memorizes, and attacks tell members apart"
+        assert len(badges) == 3 and badges[0] == "Fails the standard policy: exact-copies, replicas, membership-auc"
         figures = page.evaluate(FIGURES_JS)
         assert len(figures) == path.read_text().count('<svg class="plot"')
         for fig in figures:

@@ -167,7 +167,7 @@ def figures_of(measured: Measured) -> list[Figure]:
 # ----------------------------------------------------------------------------- memorization
 def _excess(distance: str, audit: Mapping[str, Any]) -> Figure:
     name = "memorization.excess"
-    if audit.get("n_holdout") is None:
+    if audit.get("n_holdout") is None and audit.get("holdout_memorization_rate") is None:
         return Figure(name, distance, None, None, unjudged="no holdout rows were scored, so there is no baseline")
     value, ci = _finite(audit.get(EXCESS_MEMORIZATION)), _pair(audit.get(EXCESS_MEMORIZATION_CI))
     conf = _finite(audit.get("confidence")) or 0.95
