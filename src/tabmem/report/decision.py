@@ -17,7 +17,7 @@ from tabmem.gate import Measured, Policy, Scorecard, evaluate, figures_of
 from tabmem.report.model import Cell
 from tabmem.report.readers import load_report_data
 
-__all__ = ["check_dirs", "measured_of", "cells_of"]
+__all__ = ["check_dirs", "measured_in", "measured_of"]
 
 
 def measured_of(cell: Cell, label: str | None = None) -> Measured:
@@ -33,25 +33,61 @@ def measured_of(cell: Cell, label: str | None = None) -> Measured:
     )
 
 
-def cells_of(paths: Sequence[str | Path]) -> list[tuple[str, Cell]]:
-    """``(label, cell)`` for every cell of every directory; labels name the directory when several are given."""
-    out: list[tuple[str, Cell]] = []
+def measured_in(paths: Sequence[str | Path]) -> list[Measured]:
+    """What ``tabmem check`` judges in ``paths``: each cell of a study or of a directory of cells on its own;
+    directories that each hold one run (an audit, an attack, a quality or risk output, a train run) are
+    the measures of one synthetic table and are judged together (two of one kind: one line)."""
+    out: list[Measured] = []
+    single: list[tuple[str, Measured]] = []
     for path in paths:
         data = load_report_data(path)
-        for cell in data.cells:
-            single = len(data.cells) == 1 and data.kind != "study"
-            label = str(path) if single else f"{path}/{cell.name}" if len(paths) > 1 else cell.name
-            out.append((label, cell))
+        if data.kind in ("study", "collection") or len(data.cells) != 1:
+            prefix = f"{path}/" if len(paths) > 1 else ""
+            out.extend(measured_of(cell, f"{prefix}{cell.name}") for cell in data.cells)
+        else:
+            single.append((str(path), measured_of(data.cells[0], str(path))))
+    if single:
+        out.insert(0, _together(single))
     return out
 
 
+def _together(runs: list[tuple[str, Measured]]) -> Measured:
+    """One table's measures from several run directories; the same part twice is refused, naming both."""
+    audits: dict[str, object] = {}
+    parts: dict[str, tuple[str, object]] = {}
+    for path, m in runs:
+        for distance, audit in m.audits.items():
+            if distance in audits:
+                raise TabmemError(
+                    f"RESULTS: two {distance} audits given ({audits[distance][0]!r} and {path!r}): check one "  # type: ignore[index]
+                    "synthetic table at a time, or give the study that holds them"
+                )
+            audits[distance] = (path, audit)
+        for kind in ("attacks", "quality", "risk"):
+            value = getattr(m, kind)
+            if value is None:
+                continue
+            if kind in parts:
+                raise TabmemError(
+                    f"RESULTS: two {kind} outputs given ({parts[kind][0]!r} and {path!r}): check one synthetic "
+                    "table at a time, or give the study that holds them"
+                )
+            parts[kind] = (path, value)
+    return Measured(
+        label=" + ".join(p for p, _ in runs),
+        audits={d: a for d, (_, a) in audits.items()},  # type: ignore[misc]
+        **{k: v for k, (_, v) in parts.items()},  # type: ignore[arg-type]
+    )
+
+
 def check_dirs(paths: Sequence[str | Path], policy: Policy) -> Scorecard:
-    """``tabmem check``: ``policy`` applied to every cell of ``paths``; one line (TabmemError) when none holds a figure."""
+    """``tabmem check``: ``policy`` applied to every table of ``paths`` (:func:`measured_in`); one line
+    (TabmemError) when none holds a figure the policy judges."""
     if not paths:
         raise TabmemError(
             "RESULTS: give at least one output directory (a study, a run, an audit/attack/quality/risk output)"
         )
-    measured = [measured_of(cell, label) for label, cell in cells_of(paths)]
+    measured = measured_in(paths)
     judged = {r.figure for r in policy.rules}
     if not any(f.name in judged for m in measured for f in figures_of(m)):
         names = ", ".join(repr(str(p)) for p in paths)
