@@ -196,7 +196,7 @@ def test_privacy_bound_above_the_claim_is_a_leak_in_the_badge():
     cell = Cell(name="c", path="", audit=Audit(summary=evidence_summary(-0.5, 0.31)), attacks=privacy_attacks(1.0))
     cell.attacks.summary["lira"]["auc_ci"] = [0.45, 0.8]  # the attack itself is at chance level
     v = cell_verdict(cell)
-    assert (v.level, v.badge) == ("alert", "Fails the standard policy: dp-claim; membership-auc unresolved")
+    assert v.level == "alert" and v.badge.startswith("Fails the standard policy: dp-claim;")
     assert [f.topic for f in v.findings][-2:] == ["Distance evidence", "Privacy audit"]
     assert privacy_finding(Attacks(summary={"lira": {}, "_meta": {}})) is None  # an older attack output
 

@@ -111,11 +111,31 @@ def demo(out, distance, epochs, no_generator, no_quality, jobs, seed) -> None:
     )
     for line in own_table_lines(out_dir / "demo.toml"):
         console.print(f"  {line}", markup=False)
+    print_check(console, out_dir)
     console.print(f"Done in {time.perf_counter() - t0:.0f} s.")
     if result.outcome.failed:
         for name, cid, error in result.outcome.failed:
             click.echo(f"cell {name} ({cid}) failed: {error}", err=True)
         sys.exit(1)
+
+
+def print_check(console: Any, out_dir: Path) -> None:
+    """The release gate on the demo's output: what ``tabmem check OUT`` prints, and what its exit code means."""
+    from tabmem.gate import load_policy
+    from tabmem.gate.text import scorecard_lines
+    from tabmem.report.decision import check_dirs
+
+    console.rule("release check")
+    console.print(f"$ tabmem check {shlex.quote(str(out_dir))}", markup=False)
+    card = check_dirs([out_dir], load_policy("standard"))
+    for line in scorecard_lines(card):
+        console.print(line, markup=False)
+    console.print(
+        f"exit code {card.exit_code}: {'every rule passes' if card.passed else 'the gate is closed'} "
+        "(the leaky control fails by construction; an unresolved rule needs more rows to be shown within its limit). "
+        "In CI this step stops a release: docs/gate.md.",
+        markup=False,
+    )
 
 
 def own_table_lines(study: Path) -> list[str]:
@@ -125,6 +145,7 @@ def own_table_lines(study: Path) -> list[str]:
         "tabmem attack --members train.csv --non-members holdout.csv --synthetic synthetic.csv --out attack/",
         f'cp {shlex.quote(str(study))} mine.toml    # then its [[datasets]] entry: path = "train.csv"  test = "holdout.csv"  target = "y"',
         "tabmem run mine.toml --out runs/mine && tabmem report runs/mine",
+        "tabmem check audit/ attack/    # exit 0: every rule of the standard policy passes (docs/gate.md)",
     ]
 
 
@@ -211,10 +232,12 @@ def print_dynamics(console: Console, name: str, dyn: dict[str, Any]) -> None:
 
 
 def verdict_lines(rows: list[dict[str, Any]], cells: list[Any]) -> list[str]:
-    """Plain words per cell, with the report's rules (excess interval above 0; AUC interval above 0.5)."""
+    """Plain words per cell (excess interval above 0; the strongest attack's AUC interval above 0.5, corrected
+    for choosing it), each with the standard policy's badge."""
     from tabmem.report.verdict import cell_verdict
 
-    badges = {c.name: cell_verdict(c).badge for c in cells}
+    verdicts = {c.name: cell_verdict(c) for c in cells}
+    badges = {name: v.badge for name, v in verdicts.items()}
     lines = []
     plain = next((r for r in rows if r["generator"] == "tabddpm" and r.get("mitigation") in (None, "none")), None)
     for r in rows:
@@ -235,7 +258,7 @@ def verdict_lines(rows: list[dict[str, Any]], cells: list[Any]) -> list[str]:
                 f"; the strongest attack ({att}) reached AUC {r['attack_auc']:.3f}"
                 + _ci(aci, "{:.3f}")
                 + " -> "
-                + _auc_words(aci)
+                + _auc_words(aci, verdicts.get(r["cell"]))
             )
         if r.get("mitigation") not in (None, "none") and plain is not None and plain.get("excess_points") is not None:
             text += f"; without it: excess {plain['excess_points']:+.1f} points"
@@ -266,10 +289,14 @@ def _excess_words(ci: list[float] | None) -> str:
     return "no memorization beyond the baseline"
 
 
-def _auc_words(ci: list[float] | None) -> str:
+def _auc_words(ci: list[float] | None, verdict: Any = None) -> str:
+    """What the strongest attack's AUC says, corrected for choosing it among the attacks (the report's finding)."""
     if not ci:
         return "no interval"
-    return "it tells members from non-members" if ci[0] > 0.5 else "chance level"
+    finding = next((f for f in verdict.findings if f.topic == "Membership inference"), None) if verdict else None
+    leaks = finding.level == "alert" if finding is not None else ci[0] > 0.5
+    corrected = " (corrected for choosing the strongest)" if finding is not None and "corrected" in finding.text else ""
+    return ("it tells members from non-members" if leaks else "chance level") + corrected
 
 
-__all__ = ["demo", "headline_table", "own_table_lines", "print_dynamics", "units_note", "verdict_lines"]
+__all__ = ["demo", "headline_table", "own_table_lines", "print_check", "print_dynamics", "units_note", "verdict_lines"]

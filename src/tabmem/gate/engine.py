@@ -47,6 +47,18 @@ class Judgement:
     components: tuple[tuple[str, str], ...] = ()  # (component, status) of every component judged
 
     @property
+    def advice(self) -> str:
+        """What to do: the rule's advice on a failure; on an unresolved rule, what would resolve it."""
+        if self.status == FAIL or (self.status == NOT_MEASURED and self.rule.required):
+            return self.rule.advice
+        if self.status == UNRESOLVED:
+            if self.figure is not None and self.figure.unjudged is not None:
+                return "see why above"
+            spec = figure_spec(self.rule.figure)
+            return spec.resolve if spec is not None else ""
+        return ""
+
+    @property
     def failed(self) -> bool:
         """Whether this judgement keeps the gate closed (fail, unresolved, or a required figure not measured)."""
         return self.status in (FAIL, UNRESOLVED) or (self.status == NOT_MEASURED and self.rule.required)
@@ -68,7 +80,7 @@ class Judgement:
             "required": self.rule.required,
             "message": self.message,
             "why": self.rule.why,
-            "advice": self.rule.advice if self.failed else "",
+            "advice": self.advice,
             "components": {c: s for c, s in self.components},
         }
 

@@ -32,28 +32,33 @@ RISKS = ("singling_out_univariate", "singling_out_multivariate", "linkability")
 
 @dataclass(frozen=True)
 class FigureSpec:
-    """What a figure is: its unit (``points``: a share shown in percent points), meaning and default advice."""
+    """What a figure is: its unit (``points``: a share shown in percent points), meaning, default advice on a
+    failure, and what narrows its interval (the advice when a rule on it is unresolved)."""
 
     unit: str
     meaning: str
     advice: str
+    resolve: str = "more rows narrow the interval"
 
 
 FIGURES: dict[str, FigureSpec] = {
     "memorization.excess": FigureSpec(
         "points",
         "synthetic rows that are replicas of a training row, beyond the holdout's share (real rows never trained on)",
-        "mitigate (tabmem dynamiccut, fewer epochs) or audit more rows: a larger holdout narrows the interval",
+        "mitigate (tabmem dynamiccut, fewer epochs, a DP optimizer)",
+        "a larger synthetic sample and holdout narrow the interval (tabmem sample --n, tabmem audit --holdout)",
     ),
     "memorization.exact_copy_excess": FigureSpec(
         "points",
         "synthetic rows identical to a training row, beyond the holdout's share",
         "drop the copies (tabmem audit's replicas.csv lists them by position) and find why the generator copies",
+        "a larger synthetic sample and holdout narrow the interval (tabmem sample --n, tabmem audit --holdout)",
     ),
     "membership.auc": FigureSpec(
         "score",
         "ROC-AUC of a membership-inference attack (0.5: chance), every attack run",
-        "train with fewer epochs, a DP optimizer or DynamicCut; more attack targets narrow the interval",
+        "train with fewer epochs, a DP optimizer or DynamicCut",
+        "more member and non-member targets narrow the interval",
     ),
     "privacy.epsilon_lower_bound": FigureSpec(
         "epsilon",
@@ -64,21 +69,25 @@ FIGURES: dict[str, FigureSpec] = {
         "score",
         "singling-out risk, one-column predicates (success on training rows beyond the control's, normalised)",
         "coarsen or drop the rare values the synthetic table reproduces",
+        "more attacks (tabmem risk --n-attacks) and a larger control narrow the interval",
     ),
     "risk.singling_out_multivariate": FigureSpec(
         "score",
         "singling-out risk, predicates on several columns",
         "the synthetic rows reproduce rare combinations: mitigate memorization, or generalise those columns",
+        "more attacks (tabmem risk --n-attacks) and a larger control narrow the interval",
     ),
     "risk.linkability": FigureSpec(
         "score",
         "linkability risk across the two --aux column sets",
         "the synthetic rows link the two column sets of training records: mitigate memorization",
+        "more attacks (tabmem risk --n-attacks) and a larger control narrow the interval",
     ),
     "risk.inference": FigureSpec(
         "score",
         "attribute-inference risk of each secret column",
         "the secret column is predictable for training rows beyond real unseen ones: mitigate memorization",
+        "more attacks (tabmem risk --n-attacks) and a larger control narrow the interval",
     ),
 }
 #: figure families whose last part is a parameter: membership.tpr_at_fpr_0.01, quality.shape
@@ -88,7 +97,8 @@ PATTERNS: dict[str, tuple[re.Pattern[str], FigureSpec]] = {
         FigureSpec(
             "score",
             "TPR of a membership-inference attack at that FPR (chance: TPR = FPR), every attack run",
-            "train with fewer epochs, a DP optimizer or DynamicCut; more non-members resolve lower FPRs",
+            "train with fewer epochs, a DP optimizer or DynamicCut",
+            "more non-members resolve lower FPRs and narrow the interval",
         ),
     ),
     "quality.METRIC": (

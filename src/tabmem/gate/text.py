@@ -17,11 +17,17 @@ def scorecard_lines(card: Scorecard) -> list[str]:
     width = max(len(r.id) for r in card.policy.rules)
     for source in card.sources:
         lines.append(f"{source}:")
+        quiet = []
         for j in card.for_source(source):
-            status = "FAIL" if j.status == NOT_MEASURED and j.failed else tag[j.status]
+            if j.status == NOT_MEASURED and not j.failed:
+                quiet.append(j.rule.id + (f" ({j.message.split(': ', 1)[1]})" if ": " in j.message else ""))
+                continue
+            status = "FAIL" if j.status == NOT_MEASURED else tag[j.status]
             lines.append(f"  {status:<10} {j.rule.id:<{width}}  {j.message}")
-            if j.failed and j.rule.advice:
-                lines.append(f"  {'':<10} {'':<{width}}  what to do: {j.rule.advice}")
+            if j.advice and j.advice != "see why above":
+                lines.append(f"  {'':<10} {'':<{width}}  what to do: {j.advice}")
+        if quiet:
+            lines.append(f"  {'-':<10} not measured: {', '.join(quiet)}")
     failed = [j for j in card.judgements if j.failed]
     if card.passed:
         lines.append(
