@@ -241,3 +241,27 @@ def test_demo_frame_helpers_ignore_missing_metrics():
     )
     (row,) = headline(df)
     assert row["memorization_pct"] == 50.0 and row["memorization_ci_pct"] is None and row["excess_points"] is None
+
+
+def test_the_demo_ends_with_the_release_check_and_its_report_agrees(demo_run):
+    from tabmem.gate import load_policy
+    from tabmem.gate.text import scorecard_lines
+    from tabmem.report import load_report_data
+    from tabmem.report.decision import check_dirs
+    from tabmem.report.verdict import cell_verdict
+
+    out, _, text = demo_run
+    tail = text.split("release check", 1)[1]
+    assert "$ tabmem check" in tail and "exit code 1: the gate is closed" in tail
+    card = check_dirs([out], load_policy("standard"))
+    for line in scorecard_lines(card):
+        assert line in text, line
+    page = (out / "report.html").read_text()
+    for cell in load_report_data(out).cells:
+        v = cell_verdict(cell)
+        assert [(j.rule.id, j.status) for j in v.judgements] == [
+            (j.rule.id, j.status) for j in card.for_source(cell.name)
+        ]
+        assert v.badge.replace("'", "&#39;") in page
+    control = card.for_source("diabetes/noisy-resample/none/seed=0")
+    assert {j.rule.id for j in control if j.status == "fail"} >= {"exact-copies", "replicas", "membership-auc"}

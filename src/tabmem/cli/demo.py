@@ -129,7 +129,7 @@ def print_check(console: Any, out_dir: Path) -> None:
     console.print(f"$ tabmem check {shlex.quote(str(out_dir))}", markup=False)
     card = check_dirs([out_dir], load_policy("standard"))
     for line in scorecard_lines(card):
-        console.print(line, markup=False)
+        console.print(line, markup=False, soft_wrap=True)  # as tabmem check prints them, unwrapped
     console.print(
         f"exit code {card.exit_code}: {'every rule passes' if card.passed else 'the gate is closed'} "
         "(the leaky control fails by construction; an unresolved rule needs more rows to be shown within its limit). "
