@@ -264,6 +264,8 @@ def base_argv(command: str, files: dict[str, Path], out: Path, model: Path | Non
         return ["rank", "--run", str(out.parent / "rundir"), "--out", str(out / "ranking.csv")]
     if command == "report":
         return ["report", str(out.parent / "rundir"), "--out", str(out / "report.html")]
+    if command == "check":
+        return ["check", str(out.parent / "rundir"), "--json", str(out.parent / "card.json")]
     if command == "demo":
         return ["demo", "--no-generator", "--no-quality", "--out", str(out)]
     raise KeyError(command)
@@ -426,7 +428,7 @@ def classify(result: Result) -> tuple[str, list[str]]:
         if case.match and not re.search(case.match, result.err, re.S):
             problems.append(f"error does not match {case.match!r}: {error_lines[:1]}")
         return ("error" if not problems else "vague"), problems
-    if result.code == 0:
+    if result.code == 0 or (result.command == "check" and result.code == 1):  # check: exit 1 is the gate's verdict
         outcome = "ok"
         if case.expect == "warn":
             warn_lines = [ln for ln in result.text.splitlines() if ln.lower().lstrip().startswith("warning:")]

@@ -10,7 +10,7 @@ from tabmem.cli._options import prepare_out_file
 
 
 @click.command("check")
-@click.argument("results", nargs=-1, required=True, metavar="RESULTS...", type=click.Path(exists=True, file_okay=False))
+@click.argument("results", nargs=-1, required=True, metavar="RESULTS...")
 @click.option(
     "--policy",
     default="standard",
@@ -20,14 +20,12 @@ from tabmem.cli._options import prepare_out_file
 @click.option(
     "--json",
     "json_out",
-    type=click.Path(dir_okay=False),
     default=None,
     help="Write the scorecard as JSON to this file.",
 )
 @click.option(
     "--junit",
     "junit_out",
-    type=click.Path(dir_okay=False),
     default=None,
     help="Write the rules as JUnit XML to this file (CI test reports).",
 )

@@ -87,6 +87,12 @@ def check_dirs(paths: Sequence[str | Path], policy: Policy) -> Scorecard:
         raise TabmemError(
             "RESULTS: give at least one output directory (a study, a run, an audit/attack/quality/risk output)"
         )
+    for path in paths:
+        p = Path(path)
+        if not p.exists():
+            raise TabmemError(f"RESULTS: {str(p)!r} does not exist")
+        if not p.is_dir():
+            raise TabmemError(f"RESULTS: {str(p)!r} is a file; give the directory a tabmem command wrote")
     measured = measured_in(paths)
     judged = {r.figure for r in policy.rules}
     if not any(f.name in judged for m in measured for f in figures_of(m)):
