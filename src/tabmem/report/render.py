@@ -20,6 +20,7 @@ from tabmem._io import jsonable
 from tabmem.errors import TabmemError
 from tabmem.report import plots, tables
 from tabmem.report.model import Cell, ReportData
+from tabmem.report.readers import KIND_NAMES
 from tabmem.report.verdict import cell_verdict, evidence_lines
 
 __all__ = ["render_report", "report_versions", "cell_labels"]
@@ -54,10 +55,13 @@ def _config_json(cell: Cell) -> str:
 
 # ----------------------------------------------------------------------------- labels
 def cell_labels(cells: list[Cell]) -> list[str]:
-    """Short labels: the axes that differ across cells (all axes for one cell), else the cell names."""
+    """Short labels: the axes that differ across cells (all axes for one cell), else the cell names; cells of
+    different run types (a folder of unrelated runs) are named after their directory and run type."""
     if len(cells) == 1:
         c = cells[0]
         return [" · ".join(str(v) for k, v in c.axes.items() if k != "seed") or c.name]
+    if len({c.kind for c in cells}) > 1:
+        return [f"{c.name} ({KIND_NAMES.get(c.kind, c.kind)})" for c in cells]
     keys = [k for k in dict.fromkeys(k for c in cells for k in c.axes)]
     varying = [k for k in keys if len({str(c.axes.get(k)) for c in cells}) > 1]
     labels = [
@@ -113,7 +117,8 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
                 "attack_tables": tables.attack_tables(cell),
                 "quality_tables": tables.quality_tables(cell),
                 "dynamics_table": dyn_table,
-                "epochs_table": None if epochs is None else tables.frame_table(epochs, "Per tracked epoch."),
+                "epochs_table": epochs,
+                "dynamiccut_table": tables.dynamiccut_table(cell),
                 "config": _config_json(cell),
                 "records": shown,
                 "has_results": cell.has_results,
@@ -123,6 +128,7 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
                     "training": cell.training is not None,
                     "attacks": cell.attacks is not None,
                     "quality": cell.quality is not None,
+                    "dynamiccut": cell.dynamiccut is not None,
                 },
             }
         )
@@ -132,6 +138,7 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
         "frontier": plots.frontier_figure(data.cells, labels, colour_by) if len(data.cells) > 1 else None,
     }
     summary_table = tables.overview_table(data.cells, labels)
+    comparisons = tables.comparison_notes(data.cells, labels)
     headline = _headline([c["verdict"] for c in cells])
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
@@ -147,6 +154,7 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
         cells=cells,
         overview=overview,
         summary_table=summary_table,
+        comparisons=comparisons,
         headline=headline,
         css=css,
         report_versions=report_versions(),
