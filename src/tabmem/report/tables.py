@@ -611,12 +611,13 @@ def comparison_notes(cells: list[Cell], labels: list[str]) -> list[str]:
             for b, cb in have[i + 1 :]
             if ca[1] < cb[0] or cb[1] < ca[0]
         ]
+        title = name[0].upper() + name[1:]
+        n_pairs = len(have) * (len(have) - 1) // 2
         if apart:
-            notes.append(
-                f"{name.capitalize()}: the intervals of {'; '.join(apart)} do not overlap; the others overlap."
-            )
+            rest = "; every other pair overlaps" if len(apart) < n_pairs else ""
+            notes.append(f"{title}: the intervals of {'; '.join(apart)} do not overlap{rest}.")
         else:
-            notes.append(f"{name.capitalize()}: every pair of intervals overlaps: no cell differs from another on it.")
+            notes.append(f"{title}: the intervals overlap: no cell differs from another on it.")
     for name, get in (
         ("Mem-AUC", lambda c: finite(c.audit.get("mem_auc")) if c.audit else None),
         ("Shape", lambda c: c.quality.value("shape") if c.quality else None),
