@@ -136,7 +136,8 @@ def test_parts_are_one_cell_only_when_laid_out_as_a_cell(mixed, tmp_path):
     dc = load_report_data(cell_dir)
     assert dc.kind == "cell" and len(dc.cells) == 1 and dc.cells[0].dynamiccut is not None
     assert list(dc.cells[0].audits) == ["gower"] and dc.cells[0].audit.path.endswith("gower")
-    assert "DynamicCut: before and after" in render_report(dc)
+    html = render_report(dc)
+    assert "DynamicCut: before and after" in html and "Distance evidence (each next to its holdout null)" in html
     single = load_report_data(mixed / "audit")
     assert single.kind == "audit" and single.title.startswith("audit (audit run")
 
@@ -250,4 +251,11 @@ def test_verdict_table_reads_epsilon_where_the_cards_do():
     cell = Cell(name="c", path="", attacks=Attacks(summary={"dcr": result, "_meta": {}}), audit=Audit(summary={}))
     assert "ε lower bound 1.39" in attack_finding(cell.attacks).text
     t = report_tables.overview_table([cell], ["c"])
-    assert t.rows[0][t.columns.index("ε lower bound")] == "1.39"
+    assert t.rows[0][t.columns.index("ε lower bound")] == ("1.39", "DCR alone")
+    # with the privacy headline: its bound (the privacy card's) and the strongest attack's own (the attack card's)
+    cell.attacks.summary["_privacy"] = {"epsilon_lower_bound": 1.108, "attack": "dcr", "delta": 1e-5}
+    assert t.columns == report_tables.overview_table([cell], ["c"]).columns
+    assert report_tables.overview_table([cell], ["c"]).rows[0][t.columns.index("ε lower bound")] == (
+        "1.11",
+        "DCR alone: 1.39",
+    )

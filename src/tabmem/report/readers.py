@@ -86,8 +86,8 @@ def detect_kind(path: str | Path) -> str | None:
         return "attack"
     if "goals" in summary and "shape" in summary:
         return "quality"
-    if all(k in summary for k in DYNAMICCUT_KEYS):  # before train: its config.json names a model too
-        return "dynamiccut"
+    if all(k in summary for k in DYNAMICCUT_KEYS if k != "quality"):  # before train: its config names a model too
+        return "dynamiccut"  # ("quality" is left out of the file when the run skipped it, as a study's step does)
     if "memorization_rate" in summary:
         config = _read_optional_json(p / "config.json")
         return "train" if isinstance(config, dict) and "model" in config else "audit"
@@ -229,11 +229,9 @@ def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | N
             cell.attacks = read_attack_dir(p / d, notes)
     if cell.quality is None and (p / "quality").is_dir() and detect_kind(p / "quality") == "quality":
         cell.quality = read_quality_dir(p / "quality", notes)
-    dc_dir = p / "dynamiccut"  # a study cell's dynamiccut step (its own audit/ is the cell's audit)
+    dc_dir = p / "dynamiccut"  # a study cell's dynamiccut step: its before/after (the cell's audit/ is its audit)
     if cell.dynamiccut is None and dc_dir.is_dir() and detect_kind(dc_dir) == "dynamiccut":
-        dc_run, dc_audit, warmup = read_dynamiccut_dir(dc_dir, notes)
-        cell.dynamiccut, cell.training = dc_run, cell.training or warmup
-        own_audit = own_audit or dc_audit
+        cell.dynamiccut = read_dynamiccut_dir(dc_dir, notes)[0]
     notes.extend(n for n in own_notes if not explicit or "records.csv" not in n and "bootstrap" not in n)
     for a in [*explicit, *([own_audit] if own_audit is not None else [])]:
         label = str(a.get("distance") or Path(a.path).name)

@@ -547,7 +547,7 @@ def overview_table(cells: list[Cell], labels: list[str]) -> Table:
                 f"{attack_name(best[0])} {_num(best[1].get('auc'), 3)}" if best else "-",
                 _num((best[1].get("tpr_at_fpr") or {}).get("0.1"), 3) if best else "-",
                 _copying_cell(a),
-                _num(epsilon_bound(c), 3),
+                _epsilon_cell(c),
                 _num(q.value("shape"), 3) if q else "-",
                 _num(q.value("trend"), 3) if q else "-",
                 _mle_cell(q) if q else "-",
@@ -573,17 +573,21 @@ def overview_table(cells: list[Cell], labels: list[str]) -> Table:
     )
 
 
-def epsilon_bound(cell: Cell) -> float | None:
-    """The ε lower bound the cards show: the privacy headline's (``_privacy``), else the strongest attack's own
-    ``epsilon_lower_bound`` (what the membership-inference finding states)."""
+def _epsilon_cell(cell: Cell) -> str | tuple[str, str]:
+    """The ε lower bounds as the cards state them, in their format (two decimals): the privacy card's best over
+    the attacks (``_privacy``, Bonferroni-corrected) and, where it differs or is missing, the bound of the strongest
+    attack alone (its ``epsilon_lower_bound``, what the membership-inference card states)."""
     att = cell.attacks
     if att is None:
-        return None
-    eps = finite(att.privacy.get("epsilon_lower_bound"))
+        return "-"
     best = strongest_attack(att)
-    if eps is None and best is not None:
-        eps = finite((best[1].get("epsilon_lower_bound") or {}).get("epsilon"))
-    return eps
+    own = finite((best[1].get("epsilon_lower_bound") or {}).get("epsilon")) if best is not None else None
+    headline = finite(att.privacy.get("epsilon_lower_bound"))
+    if headline is None:
+        return "-" if own is None else (f"{own:.2f}", f"{attack_name(best[0])} alone" if best else "")
+    if own is None or f"{own:.2f}" == f"{headline:.2f}":
+        return f"{headline:.2f}"
+    return (f"{headline:.2f}", f"{attack_name(best[0])} alone: {own:.2f}" if best else "")
 
 
 def comparison_notes(cells: list[Cell], labels: list[str]) -> list[str]:
