@@ -131,7 +131,7 @@ class ReportData:
 
     title: str
     source: str
-    kind: str  # study | train | audit | attack | quality | collection
+    kind: str  # study | train | audit | attack | quality | dynamiccut | cell | collection
     cells: list[Cell]
     versions: dict[str, str] = field(default_factory=dict)  # of the runs, where recorded
     notes: list[str] = field(default_factory=list)  # what the readers could not find

@@ -363,8 +363,8 @@ def load_report_data(path: str | Path) -> ReportData:
     cells = [read_cell(child, notes=notes) for child in children]
     if not cells:
         raise TabmemError(
-            f"DIR: {str(p)!r} is not a study, a tabmem train run directory, or an audit/attack/quality output "
-            "directory (no manifest.json or summary.json in it or its sub-directories)"
+            f"DIR: {str(p)!r} is not a study, a tabmem train run directory, or an audit/attack/quality/dynamiccut "
+            "output directory (no manifest.json or summary.json in it or its sub-directories)"
         )
     kinds = dict.fromkeys(KIND_NAMES[c.kind] for c in cells)
     title = f"{p.resolve().name} (a collection of {len(cells)}: {', '.join(kinds)})"
