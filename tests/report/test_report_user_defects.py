@@ -93,7 +93,7 @@ def test_a_folder_of_unrelated_runs_is_reported_run_by_run(mixed):
         for c in data.cells
     }
     assert parts["attack"] == {"attacks"} and parts["audit"] == {"audit"} and parts["quality"] == {"quality"}
-    assert parts["tracked"] == {"training", "audit"} and parts["cut"] == {"dynamiccut", "audit", "training"}
+    assert parts["tracked"] == {"training", "audit"} and parts["cut"] == {"dynamiccut", "audit", "training", "quality"}
     assert data.title.startswith("mixed (a collection of 5:") and "DynamicCut run" in data.title
     labels = cell_labels(data.cells)
     assert labels == [
@@ -175,6 +175,11 @@ def test_dynamiccut_report_shows_threshold_sections_with_content_and_before_afte
     assert rows["memorization rate (vs the original table)"][3] == f"{100 * summary['memorization_rate']:.2f}%"
     assert rows["Shape"][3] == f"{summary['quality']['shape']:.3g}" and "Trend" in rows and "MLE" in rows
     assert "DynamicCut: before and after" in html and "before: no pruning" in html
+    # the cards read the run's quality block too (no "no quality metrics" next to a table that has them)
+    q = data.cells[0].quality
+    assert q.value("shape") == summary["quality"]["shape"] and q.value("mle") == summary["quality"]["mle"]
+    assert f"Shape {summary['quality']['shape']:.3f}" in fidelity_finding(q).text
+    assert f"against {summary['quality']['mle_real']:.4g} when trained on the real rows" in utility_finding(q).text
 
 
 def test_dynamiccut_without_warmup_has_no_training_heading(mixed, tmp_path):

@@ -166,6 +166,8 @@ def read_train_dir(path: str | Path, notes: list[str] | None = None) -> tuple[Tr
     return training, _audit_part(p, _summary(p), notes)
 
 
+#: the MLE score of each task (``tabmem.metrics.mle``'s choice), for a DynamicCut summary that records the value only
+MLE_SCORE = {"binclass": "auc", "multiclass": "macro_f1", "regression": "rmse"}
 #: the d1/d2 threshold of a DynamicCut run's evaluation (``mitigation_report``'s ReplicaDetector default;
 #: its summary does not record it)
 DYNAMICCUT_THRESHOLD: float = ReplicaDetector().threshold
@@ -173,9 +175,10 @@ DYNAMICCUT_THRESHOLD: float = ReplicaDetector().threshold
 
 def read_dynamiccut_dir(
     path: str | Path, notes: list[str] | None = None
-) -> tuple[DynamicCutRun, Audit, Training | None]:
+) -> tuple[DynamicCutRun, Audit, Training | None, Quality | None]:
     """A ``tabmem dynamiccut`` run directory: the run, the audit of its retrained model's ``synthetic.csv``
-    against the original table (its ``summary.json``) and the tracked warm-up (``warmup/``), if any."""
+    against the original table (its ``summary.json``), the tracked warm-up (``warmup/``) and the quality of the
+    retrained model's table (the summary's ``quality`` block), each None where the run has none."""
     p = Path(path)
     notes = notes if notes is not None else []
     summary = _summary(p)
@@ -186,7 +189,22 @@ def read_dynamiccut_dir(
     warmup = None
     if (p / "warmup").is_dir() and detect_kind(p / "warmup") == "train":
         warmup, _ = read_train_dir(p / "warmup", [])
-    return run, audit, warmup
+    return run, audit, warmup, _dynamiccut_quality(summary, p)
+
+
+def _dynamiccut_quality(summary: dict[str, Any], p: Path) -> Quality | None:
+    """The ``quality`` block of a DynamicCut summary as a quality part (Shape, Trend, MLE next to the real rows')."""
+    block = summary.get("quality")
+    if not isinstance(block, dict):
+        return None
+    q: dict[str, Any] = {k: block.get(k) for k in ("shape", "trend", "mle")}
+    q["skipped"] = block.get("skipped") or {}
+    config = _read_optional_json(p / "config.json")
+    schema = (config.get("schema") if isinstance(config, dict) else None) or {}
+    score = MLE_SCORE.get(str(schema.get("task")))
+    if score is not None and block.get("mle") is not None:
+        q["details"] = {"mle": {"score": score, "real": {score: block.get("mle_real")}}}
+    return Quality(summary=q, path=str(p))
 
 
 # ----------------------------------------------------------------------------- cells
@@ -208,7 +226,7 @@ def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | N
     if kind == "train":
         cell.training, own_audit = read_train_dir(p, own_notes)
     elif kind == "dynamiccut":
-        cell.dynamiccut, own_audit, cell.training = read_dynamiccut_dir(p, own_notes)
+        cell.dynamiccut, own_audit, cell.training, cell.quality = read_dynamiccut_dir(p, own_notes)
     elif kind == "audit":
         explicit.append(read_audit_dir(p, notes))
     elif kind == "attack":
