@@ -101,3 +101,31 @@ def test_distance_evidence_and_privacy_audit_are_shown(page_of):
         "  return h.nextElementSibling.innerText + ' ' + h.nextElementSibling.nextElementSibling.innerText; })"
     )
     assert len(privacy) == 2 and all("Empirical ε lower bound" in p and "MIDST TPR@0.1" in p for p in privacy)
+
+
+OVERFLOW_JS = """(function () {
+  document.querySelectorAll('details').forEach(function (d) { d.open = true; });
+  var out = [];
+  document.querySelectorAll('.scroll, .verdict, section, .panel, figure').forEach(function (e) {
+    var box = e.parentElement.getBoundingClientRect(), r = e.getBoundingClientRect();
+    var scrolls = getComputedStyle(e).overflowX === 'auto' || getComputedStyle(e).overflowX === 'scroll';
+    if (r.right > box.right + 1 || (!scrolls && e.scrollWidth > e.clientWidth + 1))
+      out.push({tag: e.tagName, cls: e.className, right: r.right, box: box.right, sw: e.scrollWidth, cw: e.clientWidth});
+  });
+  var verdict = document.querySelector('#verdict .scroll');
+  return {out: out, verdict: [verdict.scrollWidth, verdict.clientWidth],
+          page: [document.documentElement.scrollWidth, document.documentElement.clientWidth]};
+})()"""
+
+
+def test_nothing_overflows_its_box_at_1280_px(page_of):
+    """At a 1280-px viewport every card and table box stays inside its container, and the verdict table fits
+    without scrolling (its headers wrap); wider tables scroll inside their own box, never the page."""
+    path, _ = page_of
+    with Browser(CHROMIUM) as browser:
+        page = browser.open(path.as_uri(), width=1280, height=900)
+        page.settle()
+        got = page.evaluate(OVERFLOW_JS)
+    assert got["out"] == []
+    assert got["verdict"][0] <= got["verdict"][1], got["verdict"]
+    assert got["page"][0] <= got["page"][1], got["page"]

@@ -264,6 +264,6 @@ def test_overview_table_puts_the_copying_test_and_the_bound_next_to_the_rates():
     old = Cell(name="b", path="", audit=Audit(summary={"memorization_rate": 0.2}))
     t = tables.overview_table([leaky, old], ["a", "b"])
     z, eps = t.columns.index("copying Z (p)"), t.columns.index("ε lower bound")
-    assert (t.rows[0][z], t.rows[0][eps]) == ("-4.00 (3.2e-05)", "1.2")
+    assert (t.rows[0][z], t.rows[0][eps]) == ("-4.00 (3.2e-05)", ("1.20", "LiRA alone: 1.31"))  # as the cards
     assert (t.rows[1][z], t.rows[1][eps]) == ("-", "-")
     assert len(t.numeric) == len(t.columns)

@@ -9,7 +9,9 @@ of one command's output directory as written by that command (no number is recom
 * :class:`Attacks`: ``tabmem attack`` (``summary.json``, ``roc.csv``, and the per-target
   distances of the distance attacks from ``scores.csv``: membership scores, not records);
 * :class:`Quality`: ``tabmem quality`` (``summary.json``, the per-column Shape breakdown);
-* :class:`Training`: ``tabmem train`` (``config.json``, tracked epochs, Top vs Non-top dynamics).
+* :class:`Training`: ``tabmem train`` (``config.json``, tracked epochs, Top vs Non-top dynamics);
+* :class:`DynamicCutRun`: ``tabmem dynamiccut`` (its ``summary.json``: the retrained model against
+  the original table, the warm-up's and the baseline's numbers, the run's settings).
 
 Only positions and counts of training records are ever held here, never their values.
 """
@@ -24,7 +26,7 @@ import pandas as pd
 
 from tabmem.attacks.summary import META_KEY, PRIVACY_KEY
 
-__all__ = ["Audit", "Attacks", "Quality", "Training", "Cell", "ReportData"]
+__all__ = ["Audit", "Attacks", "Quality", "Training", "DynamicCutRun", "Cell", "ReportData"]
 
 
 @dataclass
@@ -90,6 +92,17 @@ class Training:
 
 
 @dataclass
+class DynamicCutRun:
+    """A ``tabmem dynamiccut`` run: ``summary`` is its ``summary.json`` (``DynamicCutSummary`` as written)."""
+
+    summary: dict[str, Any]
+    path: str = ""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.summary.get(key, default)
+
+
+@dataclass
 class Cell:
     """One synthetic table and everything measured about it."""
 
@@ -102,12 +115,14 @@ class Cell:
     attacks: Attacks | None = None
     quality: Quality | None = None
     training: Training | None = None
+    dynamiccut: DynamicCutRun | None = None
+    kind: str = ""  # the run type read: train, audit, attack, quality, dynamiccut, or cell (parts of one table)
     status: str = "done"
     error: str | None = None
 
     @property
     def has_results(self) -> bool:
-        return any(p is not None for p in (self.audit, self.attacks, self.quality, self.training))
+        return any(p is not None for p in (self.audit, self.attacks, self.quality, self.training, self.dynamiccut))
 
 
 @dataclass
@@ -116,7 +131,7 @@ class ReportData:
 
     title: str
     source: str
-    kind: str  # study | train | audit | attack | quality | collection
+    kind: str  # study | train | audit | attack | quality | dynamiccut | cell | collection
     cells: list[Cell]
     versions: dict[str, str] = field(default_factory=dict)  # of the runs, where recorded
     notes: list[str] = field(default_factory=list)  # what the readers could not find

@@ -202,7 +202,7 @@ def epochs_figure(training: Training, audit: Audit | None) -> str | None:
     ax = axes[0]
     ax.plot(ep["epoch"], 100 * ep["memorization_rate"], "o-", color=SYNTH, ms=3.5, lw=1.6, label="memorization rate")
     if "mem_auc" in ep:
-        ax.plot(ep["epoch"], 100 * ep["mem_auc"], "-", color=SYNTH, alpha=0.45, lw=1.2, label="Mem-AUC")
+        ax.plot(ep["epoch"], 100 * ep["mem_auc"], "-", color=SYNTH, alpha=0.45, lw=1.2, label="Mem-AUC (exact)")
     hold = finite(audit.get("holdout_memorization_rate")) if audit is not None else None
     if hold is not None:
         ci = audit.get("holdout_memorization_rate_ci") if audit is not None else None

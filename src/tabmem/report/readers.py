@@ -3,13 +3,17 @@
 * :func:`read_train_dir`: a ``tabmem train`` run directory;
 * :func:`read_audit_dir`, :func:`read_attack_dir`, :func:`read_quality_dir`: the output
   directories of ``tabmem audit`` / ``attack`` / ``quality``;
+* :func:`read_dynamiccut_dir`: a ``tabmem dynamiccut`` run directory (``summary.json``, the
+  tracked warm-up in ``warmup/``);
 * :func:`read_cell`: a directory holding any of these, itself or in ``train/``, ``audit/`` (or
-  ``audit/<distance>/``), ``attack/`` and ``quality/`` sub-directories (a study cell, a
-  ``tabmem demo`` table);
+  ``audit/<distance>/``), ``attack/``, ``quality/`` and ``dynamiccut/`` sub-directories (a study
+  cell, a ``tabmem demo`` table);
 * :func:`read_study_dir`: a ``tabmem run`` study (``manifest.json``: its ``cells`` with their
   ``dir``, ``labels`` (the axes), ``seed``, ``status`` and ``error``; ``versions``; ``study``),
   laid out as ``docs/studies.md`` describes (each cell a directory as above);
-* :func:`load_report_data`: any of the above, or a directory of cells (``tabmem demo``'s output).
+* :func:`load_report_data`: any of the above, or a directory of cells or unrelated runs (a
+  collection: each sub-directory its own cell). Parts are combined into one cell only when laid out
+  as one (the sub-directories above and nothing else).
 
 Every reader returns the same :class:`~tabmem.report.model.ReportData`; numbers are
 taken from the files as written, never recomputed from records. A missing optional file (older
@@ -29,8 +33,10 @@ from tabmem._io import read_frame, read_json
 from tabmem.attacks.base import ATTACKS
 from tabmem.attacks.summary import is_attack_summary
 from tabmem.errors import TabmemError
+from tabmem.memorization.replicas import ReplicaDetector
 from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
-from tabmem.report.model import Attacks, Audit, Cell, Quality, ReportData, Training
+from tabmem.mitigation.summary import SUMMARY_KEYS as DYNAMICCUT_KEYS
+from tabmem.report.model import Attacks, Audit, Cell, DynamicCutRun, Quality, ReportData, Training
 
 __all__ = [
     "detect_kind",
@@ -38,6 +44,7 @@ __all__ = [
     "read_audit_dir",
     "read_attack_dir",
     "read_quality_dir",
+    "read_dynamiccut_dir",
     "read_cell",
     "read_study_dir",
     "load_report_data",
@@ -49,12 +56,24 @@ PART_DIRS: dict[str, tuple[str, ...]] = {
     "audit": ("audit",),
     "attack": ("attack", "attacks"),
     "quality": ("quality",),
+    "dynamiccut": ("dynamiccut",),
 }
-KINDS = ("study", "train", "audit", "attack", "quality")
+KINDS = ("study", "train", "audit", "attack", "quality", "dynamiccut")
+#: what each kind is, in the report's words
+KIND_NAMES = {
+    "study": "study",
+    "train": "train run",
+    "audit": "audit run",
+    "attack": "attack run",
+    "quality": "quality run",
+    "dynamiccut": "DynamicCut run",
+    "cell": "cell",
+    "collection": "collection",
+}
 
 
 def detect_kind(path: str | Path) -> str | None:
-    """Which command wrote ``path`` (``study``, ``train``, ``audit``, ``attack``, ``quality``), or None."""
+    """Which command wrote ``path`` (``study``, ``train``, ``audit``, ``attack``, ``quality``, ``dynamiccut``), or None."""
     p = Path(path)
     if (p / "manifest.json").is_file():
         return "study"
@@ -67,6 +86,8 @@ def detect_kind(path: str | Path) -> str | None:
         return "attack"
     if "goals" in summary and "shape" in summary:
         return "quality"
+    if all(k in summary for k in DYNAMICCUT_KEYS if k != "quality"):  # before train: its config names a model too
+        return "dynamiccut"  # ("quality" is left out of the file when the run skipped it, as a study's step does)
     if "memorization_rate" in summary:
         config = _read_optional_json(p / "config.json")
         return "train" if isinstance(config, dict) and "model" in config else "audit"
@@ -145,6 +166,47 @@ def read_train_dir(path: str | Path, notes: list[str] | None = None) -> tuple[Tr
     return training, _audit_part(p, _summary(p), notes)
 
 
+#: the MLE score of each task (``tabmem.metrics.mle``'s choice), for a DynamicCut summary that records the value only
+MLE_SCORE = {"binclass": "auc", "multiclass": "macro_f1", "regression": "rmse"}
+#: the d1/d2 threshold of a DynamicCut run's evaluation (``mitigation_report``'s ReplicaDetector default;
+#: its summary does not record it)
+DYNAMICCUT_THRESHOLD: float = ReplicaDetector().threshold
+
+
+def read_dynamiccut_dir(
+    path: str | Path, notes: list[str] | None = None
+) -> tuple[DynamicCutRun, Audit, Training | None, Quality | None]:
+    """A ``tabmem dynamiccut`` run directory: the run, the audit of its retrained model's ``synthetic.csv``
+    against the original table (its ``summary.json``), the tracked warm-up (``warmup/``) and the quality of the
+    retrained model's table (the summary's ``quality`` block), each None where the run has none."""
+    p = Path(path)
+    notes = notes if notes is not None else []
+    summary = _summary(p)
+    run = DynamicCutRun(summary=summary, path=str(p))
+    audit_summary = {"threshold": DYNAMICCUT_THRESHOLD, **summary}
+    audit_summary.pop("quality", None)  # the run's quality block is shown in its before/after table
+    audit = Audit(summary=audit_summary, path=str(p))
+    warmup = None
+    if (p / "warmup").is_dir() and detect_kind(p / "warmup") == "train":
+        warmup, _ = read_train_dir(p / "warmup", [])
+    return run, audit, warmup, _dynamiccut_quality(summary, p)
+
+
+def _dynamiccut_quality(summary: dict[str, Any], p: Path) -> Quality | None:
+    """The ``quality`` block of a DynamicCut summary as a quality part (Shape, Trend, MLE next to the real rows')."""
+    block = summary.get("quality")
+    if not isinstance(block, dict):
+        return None
+    q: dict[str, Any] = {k: block.get(k) for k in ("shape", "trend", "mle")}
+    q["skipped"] = block.get("skipped") or {}
+    config = _read_optional_json(p / "config.json")
+    schema = (config.get("schema") if isinstance(config, dict) else None) or {}
+    score = MLE_SCORE.get(str(schema.get("task")))
+    if score is not None and block.get("mle") is not None:
+        q["details"] = {"mle": {"score": score, "real": {score: block.get("mle_real")}}}
+    return Quality(summary=q, path=str(p))
+
+
 # ----------------------------------------------------------------------------- cells
 def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | None = None) -> Cell:
     """One cell: ``path`` itself (any kind) and its sub-directories.
@@ -160,8 +222,11 @@ def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | N
     own_notes: list[str] = []  # about the train run's own audit: kept only when no explicit audit replaces it
     explicit: list[Audit] = []
     kind = detect_kind(p)
+    cell.kind = kind or "cell"
     if kind == "train":
         cell.training, own_audit = read_train_dir(p, own_notes)
+    elif kind == "dynamiccut":
+        cell.dynamiccut, own_audit, cell.training, cell.quality = read_dynamiccut_dir(p, own_notes)
     elif kind == "audit":
         explicit.append(read_audit_dir(p, notes))
     elif kind == "attack":
@@ -182,6 +247,9 @@ def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | N
             cell.attacks = read_attack_dir(p / d, notes)
     if cell.quality is None and (p / "quality").is_dir() and detect_kind(p / "quality") == "quality":
         cell.quality = read_quality_dir(p / "quality", notes)
+    dc_dir = p / "dynamiccut"  # a study cell's dynamiccut step: its before/after (the cell's audit/ is its audit)
+    if cell.dynamiccut is None and dc_dir.is_dir() and detect_kind(dc_dir) == "dynamiccut":
+        cell.dynamiccut = read_dynamiccut_dir(dc_dir, notes)[0]
     notes.extend(n for n in own_notes if not explicit or "records.csv" not in n and "bootstrap" not in n)
     for a in [*explicit, *([own_audit] if own_audit is not None else [])]:
         label = str(a.get("distance") or Path(a.path).name)
@@ -303,17 +371,22 @@ def load_report_data(path: str | Path) -> ReportData:
     if kind == "study":
         return read_study_dir(p)
     notes: list[str] = []
-    cell = read_cell(p, notes=notes)
-    if cell.has_results:
-        title = " · ".join(str(v) for k, v in cell.axes.items() if k != "seed") or p.name
-        return ReportData(title=title, source=str(p), kind=kind or "cell", cells=[cell], notes=notes)
-    cells = [read_cell(child, notes=notes) for child in sorted(p.iterdir()) if child.is_dir() and _holds_results(child)]
+    children = [child for child in sorted(p.iterdir()) if child.is_dir() and _holds_results(child)]
+    parts = _cell_parts(p)
+    if kind is not None or (parts and all(c.name in parts for c in children)):
+        cell = read_cell(p, notes=notes)  # one run, or parts laid out as one cell (and nothing else beside them)
+        axes = ", ".join(f"{k} {v}" for k, v in cell.axes.items() if k != "seed")
+        title = f"{p.resolve().name} ({KIND_NAMES[cell.kind]}{'; ' + axes if axes else ''})"
+        return ReportData(title=title, source=str(p), kind=cell.kind, cells=[cell], notes=notes)
+    cells = [read_cell(child, notes=notes) for child in children]
     if not cells:
         raise TabmemError(
-            f"DIR: {str(p)!r} is not a study, a tabmem train run directory, or an audit/attack/quality output "
-            "directory (no manifest.json or summary.json in it or its sub-directories)"
+            f"DIR: {str(p)!r} is not a study, a tabmem train run directory, or an audit/attack/quality/dynamiccut "
+            "output directory (no manifest.json or summary.json in it or its sub-directories)"
         )
-    return ReportData(title=p.name, source=str(p), kind="collection", cells=cells, notes=notes)
+    kinds = dict.fromkeys(KIND_NAMES[c.kind] for c in cells)
+    title = f"{p.resolve().name} (a collection of {len(cells)}: {', '.join(kinds)})"
+    return ReportData(title=title, source=str(p), kind="collection", cells=cells, notes=notes)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -325,6 +398,20 @@ def _holds_results(p: Path) -> bool:
     if (p / "audit").is_dir():
         subs += [d for d in (p / "audit").iterdir() if d.is_dir()]
     return any(d.is_dir() and detect_kind(d) is not None for d in subs)
+
+
+def _cell_parts(p: Path) -> set[str]:
+    """The sub-directories of ``p`` that :func:`read_cell` reads as parts of one cell (``train/``, ``audit/``,
+    ``audit/<distance>/``, ``attack/``, ``quality/``, ``dynamiccut/``), each holding its own kind."""
+    found = set()
+    for kind, dirs in PART_DIRS.items():
+        for d in dirs:
+            q = p / d
+            if not q.is_dir():
+                continue
+            if detect_kind(q) == kind or (kind == "audit" and any(detect_kind(x) == "audit" for x in q.iterdir())):
+                found.add(d)
+    return found
 
 
 def _summary(p: Path) -> dict[str, Any]:

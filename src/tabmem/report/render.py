@@ -21,6 +21,7 @@ from tabmem.errors import TabmemError
 from tabmem.gate import Policy, load_policy
 from tabmem.report import plots, tables
 from tabmem.report.model import Cell, ReportData
+from tabmem.report.readers import KIND_NAMES
 from tabmem.report.verdict import cell_verdict, evidence_lines
 
 __all__ = ["render_report", "report_versions", "cell_labels"]
@@ -55,10 +56,13 @@ def _config_json(cell: Cell) -> str:
 
 # ----------------------------------------------------------------------------- labels
 def cell_labels(cells: list[Cell]) -> list[str]:
-    """Short labels: the axes that differ across cells (all axes for one cell), else the cell names."""
+    """Short labels: the axes that differ across cells (all axes for one cell), else the cell names; cells of
+    different run types (a folder of unrelated runs) are named after their directory and run type."""
     if len(cells) == 1:
         c = cells[0]
         return [" · ".join(str(v) for k, v in c.axes.items() if k != "seed") or c.name]
+    if len({c.kind for c in cells}) > 1:
+        return [f"{c.name} ({KIND_NAMES.get(c.kind, c.kind)})" for c in cells]
     keys = [k for k in dict.fromkeys(k for c in cells for k in c.axes)]
     varying = [k for k in keys if len({str(c.axes.get(k)) for c in cells}) > 1]
     labels = [
@@ -118,7 +122,8 @@ def render_report(
                 "attack_tables": tables.attack_tables(cell),
                 "quality_tables": tables.quality_tables(cell),
                 "dynamics_table": dyn_table,
-                "epochs_table": None if epochs is None else tables.frame_table(epochs, "Per tracked epoch."),
+                "epochs_table": epochs,
+                "dynamiccut_table": tables.dynamiccut_table(cell),
                 "config": _config_json(cell),
                 "records": shown,
                 "has_results": cell.has_results,
@@ -128,6 +133,7 @@ def render_report(
                     "training": cell.training is not None,
                     "attacks": cell.attacks is not None,
                     "quality": cell.quality is not None,
+                    "dynamiccut": cell.dynamiccut is not None,
                 },
             }
         )
@@ -137,6 +143,7 @@ def render_report(
         "frontier": plots.frontier_figure(data.cells, labels, colour_by) if len(data.cells) > 1 else None,
     }
     summary_table = tables.overview_table(data.cells, labels)
+    comparisons = tables.comparison_notes(data.cells, labels)
     headline = _headline([c["verdict"] for c in cells])
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
@@ -152,6 +159,7 @@ def render_report(
         cells=cells,
         overview=overview,
         summary_table=summary_table,
+        comparisons=comparisons,
         headline=headline,
         policy=policy,
         css=css,

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
-from tabmem.report.model import Audit, Cell, Training
+from tabmem.report.model import Audit, Cell, DynamicCutRun, Training
 from tabmem.report.plots import distance_histogram
-from tabmem.report.readers import finite
+from tabmem.report.readers import DYNAMICCUT_THRESHOLD, finite
 from tabmem.report.verdict import attack_name, fmt_ci, fmt_pct, strongest_attack
 
 __all__ = [
@@ -30,11 +30,21 @@ __all__ = [
     "epochs_table",
     "evidence_tables",
     "privacy_table",
+    "dynamiccut_table",
+    "fmt_mem_auc",
+    "difference_note",
+    "comparison_notes",
+    "quality_goal",
+    "ONE_SEED",
 ]
 
 FINDING_TEXT = {
     "top_memorized_earlier": ("first_memorization_epoch", "were memorized earlier", "median first epoch"),
-    "top_stronger_early_mem_auc": ("early_mem_auc", "were memorized more strongly early on", "mean early Mem-AUC"),
+    "top_stronger_early_mem_auc": (
+        "early_mem_auc",
+        "were memorized more strongly early on",
+        "mean early record Mem-AUC share",
+    ),
     "top_more_forgetting": (
         "n_forgetting_events",
         "were forgotten and re-memorized more often",
@@ -53,7 +63,61 @@ class Table:
     numeric: list[bool] = field(default_factory=list)
 
 
+#: the report's names of the per-record quantities of ``dynamics.json`` and ``trajectories.csv``: a record's
+#: Mem-AUC_e(x_r) is its share of the table's Mem-AUC (the shares sum to it), not the table's Mem-AUC
+RECORD_MEASURES = {
+    "first_memorization_epoch": "first memorization epoch",
+    "early_mem_auc": "early record Mem-AUC share (%)",
+    "mean_mem_auc": "mean record Mem-AUC share (%)",
+    "peak_mem_auc": "peak record Mem-AUC share (%)",
+    "n_forgetting_events": "forgetting events",
+    "cumulative_memorized_epochs": "memorized epochs",
+}
+#: what a difference without an interval, from one seed, is
+ONE_SEED = "one seed: no interval; not an effect until repeated"
+
+
 # ----------------------------------------------------------------------------- formatting
+def fmt_mem_auc(v: Any) -> str:
+    """Mem-AUC (exact or trapz10, of a table) and a record's Mem-AUC share: percent, like the rates it sums."""
+    f = finite(v)
+    if f is None:
+        return "-"
+    return f"{100 * f:.2f}%" if f == 0 or abs(f) >= 1e-3 else f"{100 * f:.2g}%"
+
+
+def _pct2(v: Any) -> str:
+    f = finite(v)
+    return "-" if f is None else fmt_pct(f, 2)
+
+
+def _ci_pair(value: Any) -> tuple[float, float] | None:
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        lo, hi = finite(value[0]), finite(value[1])
+        if lo is not None and hi is not None:
+            return (lo, hi)
+    return None
+
+
+def difference_note(before: Any, after: Any, before_ci: Any = None, after_ci: Any = None, *, unit: str = "") -> str:
+    """A difference between two numbers in words: whether their intervals overlap, or that it rests on one seed.
+
+    ``unit="points"`` shows percentage points (rates); otherwise the difference in the numbers' own scale.
+    """
+    a, b = finite(before), finite(after)
+    if a is None or b is None:
+        return "-"
+    d = b - a
+    diff = f"{100 * d:+.2f} points" if unit == "points" else f"{d:+.3g}"
+    lo_hi = _ci_pair(before_ci), _ci_pair(after_ci)
+    if lo_hi[0] is not None and lo_hi[1] is not None:
+        (l1, h1), (l2, h2) = lo_hi
+        if l1 <= h2 and l2 <= h1:
+            return f"{diff}; the intervals overlap: no difference shown"
+        return f"{diff}; the intervals do not overlap"
+    return f"{diff}; {ONE_SEED}"
+
+
 def _num(v: Any, digits: int = 4) -> str:
     f = finite(v)
     if f is None:
@@ -115,9 +179,9 @@ def _oneaudit_tables(a: Audit, name_distance: bool) -> list[Table]:
             _points(s.get(EXCESS_MEMORIZATION)),
             _ci_pct(s.get(EXCESS_MEMORIZATION_CI), points=True),
         ],
-        ["Mem-AUC (exact)", _num(s.get("mem_auc")), ""],
-        ["Mem-AUC (papers' 10-point trapezoid)", _num(s.get("mem_auc_trapz10")), ""],
-        ["holdout Mem-AUC", _num(s.get("holdout_mem_auc")), ""],
+        ["Mem-AUC (exact)", fmt_mem_auc(s.get("mem_auc")), ""],
+        ["Mem-AUC (papers' 10-point trapezoid)", fmt_mem_auc(s.get("mem_auc_trapz10")), ""],
+        ["holdout Mem-AUC", fmt_mem_auc(s.get("holdout_mem_auc")), ""],
         ["replicas", _num(s.get("n_replicas")), ""],
     ]
     tail = s.get("heavy_tail") or {}
@@ -305,7 +369,8 @@ def dynamics_sentences(dyn: dict[str, Any]) -> tuple[list[str], list[str]]:
         d, p = finite(f.get("cliffs_delta")), finite(f.get("p_value"))
         effect = "no effect size" if d is None else f"Cliff's delta {d:+.2f}, {_effect_words(d)}"
         test = "" if p is None else f"; Mann-Whitney p = {p:.2g}"
-        numbers = f"{stat} {_num(a, 3)} vs {_num(b, 3)} for the rest ({effect}{test})"
+        shown = fmt_mem_auc if "mem_auc" in metric else (lambda v: _num(v, 3))
+        numbers = f"{stat} {shown(a)} vs {shown(b)} for the rest ({effect}{test})"
         if f.get("holds"):
             held.append(f"The {top} records (most replicated at the end) {phrase}: {numbers}.")
         else:
@@ -326,13 +391,14 @@ def dynamics_findings(cell: Cell) -> tuple[list[str], Table | None]:
     for metric, m in metrics.items():
         finding = next((k for k, v in FINDING_TEXT.items() if v[0] == metric), None)
         holds = (findings.get(finding) or {}).get("holds") if finding else None
+        shown = fmt_mem_auc if "mem_auc" in metric else _num
         rows.append(
             [
-                metric,
-                _num(m.get("top_mean")),
-                _num(m.get("nontop_mean")),
-                _num(m.get("top_median")),
-                _num(m.get("nontop_median")),
+                RECORD_MEASURES.get(metric, metric),
+                shown(m.get("top_mean")),
+                shown(m.get("nontop_mean")),
+                shown(m.get("top_median")),
+                shown(m.get("nontop_median")),
                 _num(m.get("cliffs_delta"), 3),
                 _num(m.get("p_value"), 3),
                 "-" if holds is None else ("yes" if holds else "no"),
@@ -342,7 +408,8 @@ def dynamics_findings(cell: Cell) -> tuple[list[str], Table | None]:
         ["measure", "Top mean", "Non-top mean", "Top median", "Non-top median", "Cliff's delta", "p", "finding holds"],
         rows,
         f"Top {q:.0%} ({_num(dyn.get('n_top'))} records) vs Non-top ({_num(dyn.get('n_nontop'))}); two-sided "
-        "Mann-Whitney U; a finding holds when p < 0.05 in the stated direction.",
+        "Mann-Whitney U; a finding holds when p < 0.05 in the stated direction. A record's Mem-AUC share is its "
+        "part of the table's Mem-AUC (the shares of all records sum to it).",
         [False, True, True, True, True, True, True, False],
     )
     return held, table
@@ -429,7 +496,7 @@ def quality_tables(cell: Cell) -> list[Table]:
     if q is None:
         return []
     s = q.summary
-    details, skipped, goals = s.get("details") or {}, s.get("skipped") or {}, s.get("goals") or {}
+    details, skipped = s.get("details") or {}, s.get("skipped") or {}
     names = ("shape", "trend", "mle", "mmd", "wasserstein", "alpha_precision", "beta_recall", "c2st", "dcr_share")
     rows = []
     for key in names:
@@ -440,14 +507,27 @@ def quality_tables(cell: Cell) -> list[Table]:
         if key == "mle" and d.get("real") and d.get("score"):
             note = f"{d['score']}; trained on real rows: {_num(d['real'].get(d['score']))}"
         elif key == "dcr_share" and d:
-            note = f"no-copy value {_num(d.get('ideal'), 3)}"
+            note = "share of synthetic rows closer to a training row than to a holdout row"
+        elif key == "c2st" and not note:
+            auc = finite(d.get("mean_auc"))
+            note = "classifier two-sample test (detection): 1 = a classifier cannot tell synthetic rows from real ones"
+            note += f"; its AUC {auc:.3f}" if auc is not None else ""
         elif key == "trend" and d:
             note = f"{d.get('n_pairs_scored')}/{d.get('n_pairs_total')} pairs scored"
-        rows.append([key, _num(s.get(key)), goals.get(key, ""), note])
+        rows.append([key, _num(s.get(key)), quality_goal(s, key), note])
     tables = [Table(["metric", "value", "goal", "note"], rows, "", [False, True, False, False])]
     if q.shape_breakdown is not None and len(q.shape_breakdown):
         tables.append(frame_table(q.shape_breakdown, "Shape per column (the bars of the column-shapes plot)."))
     return tables
+
+
+def quality_goal(summary: dict[str, Any], key: str) -> str:
+    """A quality metric's goal as the report shows it: the summary's ``goals``, except for a metric with an
+    ``ideal`` in its details (``dcr_share``), whose goal is to come closest to that ideal."""
+    ideal = finite(((summary.get("details") or {}).get(key) or {}).get("ideal"))
+    if ideal is not None:
+        return f"closest to the ideal {ideal:.3g}"
+    return str((summary.get("goals") or {}).get(key, ""))
 
 
 def overview_table(cells: list[Cell], labels: list[str]) -> Table:
@@ -467,7 +547,7 @@ def overview_table(cells: list[Cell], labels: list[str]) -> Table:
                 f"{attack_name(best[0])} {_num(best[1].get('auc'), 3)}" if best else "-",
                 _num((best[1].get("tpr_at_fpr") or {}).get("0.1"), 3) if best else "-",
                 _copying_cell(a),
-                _num((c.attacks.privacy if c.attacks else {}).get("epsilon_lower_bound"), 3),
+                _epsilon_cell(c),
                 _num(q.value("shape"), 3) if q else "-",
                 _num(q.value("trend"), 3) if q else "-",
                 _mle_cell(q) if q else "-",
@@ -493,6 +573,74 @@ def overview_table(cells: list[Cell], labels: list[str]) -> Table:
     )
 
 
+def _epsilon_cell(cell: Cell) -> str | tuple[str, str]:
+    """The ε lower bounds as the cards state them, in their format (two decimals): the privacy card's best over
+    the attacks (``_privacy``, Bonferroni-corrected) and, where it differs or is missing, the bound of the strongest
+    attack alone (its ``epsilon_lower_bound``, what the membership-inference card states)."""
+    att = cell.attacks
+    if att is None:
+        return "-"
+    best = strongest_attack(att)
+    own = finite((best[1].get("epsilon_lower_bound") or {}).get("epsilon")) if best is not None else None
+    headline = finite(att.privacy.get("epsilon_lower_bound"))
+    if headline is None:
+        return "-" if own is None else (f"{own:.2f}", f"{attack_name(best[0])} alone" if best else "")
+    if own is None or f"{own:.2f}" == f"{headline:.2f}":
+        return f"{headline:.2f}"
+    return (f"{headline:.2f}", f"{attack_name(best[0])} alone: {own:.2f}" if best else "")
+
+
+def comparison_notes(cells: list[Cell], labels: list[str]) -> list[str]:
+    """What a difference between cells rests on: for a measure with intervals whether they overlap, for one
+    without (Shape, Trend, MLE, Mem-AUC) that a difference between single seeds is not an effect until repeated."""
+    if len(cells) < 2:
+        return []
+    notes = []
+    configs: dict[tuple, set] = {}
+    for c in cells:
+        configs.setdefault(tuple((k, str(v)) for k, v in c.axes.items() if k != "seed"), set()).add(c.axes.get("seed"))
+    one_seed = all(len(seeds) == 1 for seeds in configs.values())
+    for name, get, ci_of in (
+        ("excess memorization", lambda c: finite(c.audit.get(EXCESS_MEMORIZATION)) if c.audit else None,
+         lambda c: _ci_pair(c.audit.get(EXCESS_MEMORIZATION_CI)) if c.audit else None),
+        ("strongest attack AUC", lambda c: finite((strongest_attack(c.attacks) or ("", {}))[1].get("auc")),
+         lambda c: _ci_pair((strongest_attack(c.attacks) or ("", {}))[1].get("auc_ci"))),
+    ):  # fmt: skip
+        have = [(lab, ci) for c, lab in zip(cells, labels) if get(c) is not None and (ci := ci_of(c)) is not None]
+        if len(have) < 2:
+            continue
+        apart = [
+            f"{a} and {b}"
+            for i, (a, ca) in enumerate(have)
+            for b, cb in have[i + 1 :]
+            if ca[1] < cb[0] or cb[1] < ca[0]
+        ]
+        title = name[0].upper() + name[1:]
+        n_pairs = len(have) * (len(have) - 1) // 2
+        if apart:
+            rest = "; every other pair overlaps" if len(apart) < n_pairs else ""
+            notes.append(f"{title}: the intervals of {'; '.join(apart)} do not overlap{rest}.")
+        else:
+            notes.append(f"{title}: the intervals overlap: no cell differs from another on it.")
+    for name, get in (
+        ("Mem-AUC", lambda c: finite(c.audit.get("mem_auc")) if c.audit else None),
+        ("Shape", lambda c: c.quality.value("shape") if c.quality else None),
+        ("Trend", lambda c: c.quality.value("trend") if c.quality else None),
+        ("MLE", lambda c: c.quality.value("mle") if c.quality else None),
+    ):
+        have = [(lab, v) for c, lab in zip(cells, labels) if (v := get(c)) is not None]
+        if len(have) < 2:
+            continue
+        lo, hi = min(have, key=lambda t: t[1]), max(have, key=lambda t: t[1])
+        shown = fmt_mem_auc if name == "Mem-AUC" else (lambda v: f"{v:.3f}")
+        span = f"{name} {shown(lo[1])} ({lo[0]}) to {shown(hi[1])} ({hi[0]})"
+        if one_seed:
+            notes.append(f"{span}: {ONE_SEED}.")
+        else:
+            notes.append(f"{span}: no interval; compare the spread over the seeds before calling it an effect.")
+    return notes
+
+
 def _copying_cell(a: Audit | None) -> str:
     """The data-copying test's Z and p of the primary audit (Z << 0: copying), or "-"."""
     copying = a.get("data_copying") if a is not None else None
@@ -510,16 +658,127 @@ def _mle_cell(q) -> str:
     return f"{_num(v, 3)} ({_num(real, 3)})" if finite(real) is not None else _num(v, 3)
 
 
-def epochs_table(training: Training) -> pd.DataFrame | None:
-    """The numbers behind the epochs figure: tracked epochs joined with the Top vs Non-top trajectories."""
+EPOCH_COLUMNS = {
+    "epoch": "epoch",
+    "memorization_rate": "memorization rate",
+    "mem_auc": "Mem-AUC (exact)",
+    "n_replicas": "replicas",
+    "n_records_memorized": "records memorized",
+}
+TRAJECTORY_COLUMNS = {
+    "mean_mem_auc": "mean record Mem-AUC share",
+    "frac_memorized": "memorized at this epoch",
+    "frac_ever_memorized": "memorized so far",
+}
+
+
+def epochs_table(training: Training) -> Table | None:
+    """The numbers behind the epochs figure: tracked epochs joined with the Top vs Non-top trajectories, the
+    Mem-AUC (the table's, and a record's share of it) in percent like the figure."""
     if training.epochs is None:
         return None
-    cols = [
-        c
-        for c in ("epoch", "memorization_rate", "mem_auc", "n_replicas", "n_records_memorized")
-        if c in training.epochs
-    ]
+    cols = [c for c in EPOCH_COLUMNS if c in training.epochs]
     table = training.epochs[cols]
     if training.trajectories is not None:
         table = table.merge(training.trajectories, on="epoch", how="left")
-    return table
+    names, rows = [], []
+    for col in table.columns:
+        group, _, rest = str(col).partition("_")
+        if col in EPOCH_COLUMNS:
+            names.append(EPOCH_COLUMNS[col])
+        elif group in ("top", "nontop") and rest in TRAJECTORY_COLUMNS:
+            names.append(f"{'Top' if group == 'top' else 'Non-top'}: {TRAJECTORY_COLUMNS[rest]}")
+        else:
+            names.append(str(col))
+    for row in table.itertuples(index=False):
+        cells: list[str | tuple[str, str]] = []
+        for col, v in zip(table.columns, row):
+            if "mem_auc" in str(col):
+                cells.append(fmt_mem_auc(v))
+            elif "rate" in str(col) or "frac" in str(col):
+                cells.append(_pct2(v))
+            else:
+                cells.append(_num(v))
+        rows.append(cells)
+    return Table(names, rows, "Per tracked epoch.", [True] * len(names))
+
+
+def _measure(d: dict[str, Any], key: str) -> Any:
+    """``d[key]``, or ``d["quality"][k]`` for ``key = "quality.k"``."""
+    if key.startswith("quality."):
+        q = d.get("quality")
+        return q.get(key.split(".", 1)[1]) if isinstance(q, dict) else None
+    return d.get(key)
+
+
+def dynamiccut_table(cell: Cell) -> Table | None:
+    """A DynamicCut run before and after: memorization (rate, excess with its interval, Mem-AUC) and the quality
+    figures the run has, for the warm-up model, the baseline (``--baseline``) and the model retrained on the pruned
+    table; the last column says what the after-before difference rests on."""
+    run: DynamicCutRun | None = cell.dynamiccut
+    if run is None:
+        return None
+    s = run.summary
+    after = {**s, "n_rows": s.get("n_retrain")}
+    columns: list[tuple[str, dict[str, Any]]] = []
+    warm = s.get("warmup") if isinstance(s.get("warmup"), dict) else None
+    if warm:
+        columns.append((f"warm-up ({warm.get('epochs')} epochs)", {**warm, "n_rows": s.get("n_train")}))
+    base = s.get("baseline") if isinstance(s.get("baseline"), dict) else None
+    if base:
+        columns.append(("before: no pruning", {**base, "n_rows": base.get("n_train")}))
+    prune = finite(s.get("prune"))
+    label = f"after: {s.get('prune_by')} {100 * prune:.0f}% removed" if prune is not None else "after"
+    columns.append((label + (f" + {s.get('mix')}" if s.get("mix") else ""), after))
+    before_name, before = columns[-2] if len(columns) > 1 else ("", None)  # the baseline, else the warm-up
+
+    def quality(d: dict[str, Any], key: str) -> Any:
+        return (d.get("quality") or {}).get(key) if isinstance(d.get("quality"), dict) else None
+
+    measures: list[tuple[str, Any, Any, str]] = [  # name, value of a column, its interval, unit of the difference
+        ("rows trained on", lambda d: _num(d.get("n_rows")), None, ""),
+        ("memorization rate (vs the original table)",
+         lambda d: _pct2(d.get("memorization_rate")), "memorization_rate", "points"),
+        ("holdout baseline rate", lambda d: _pct2(d.get("holdout_memorization_rate")), None, ""),
+        ("excess memorization (points)", lambda d: _points(d.get(EXCESS_MEMORIZATION)), EXCESS_MEMORIZATION, "points"),
+        ("memorization rate vs the pruned table (what it trained on)",
+         lambda d: _pct2(d.get("memorization_rate_vs_pruned")), None, ""),
+        ("Mem-AUC (exact)", lambda d: fmt_mem_auc(d.get("mem_auc")), "mem_auc", "points"),
+    ]  # fmt: skip
+    for key, name in (("shape", "Shape"), ("trend", "Trend"), ("mle", "MLE")):
+        if any(finite(quality(d, key)) is not None for _, d in columns):
+            measures.append((name, lambda d, k=key: _num(quality(d, k), 3), f"quality.{key}", ""))
+    if finite(quality(after, "mle_real")) is not None:
+        measures.append(
+            ("MLE of the same model trained on the real rows", lambda d: _num(quality(d, "mle_real"), 3), None, "")
+        )
+    rows: list[list[str | tuple[str, str]]] = []
+    for name, show, key, unit in measures:
+        row: list[str | tuple[str, str]] = [name]
+        for _, d in columns:
+            ci = d.get(f"{key}_ci") if key else None
+            value = show(d)
+            row.append((value, _ci_pct(ci, points=True)) if _ci_pair(ci) is not None else value)
+        if before is not None and key is not None:
+            b, a = (_measure(before, key), _measure(after, key))
+            row.append(difference_note(b, a, before.get(f"{key}_ci"), after.get(f"{key}_ci"), unit=unit))
+        elif before is not None:
+            row.append("")
+        rows.append(row)
+    head = ["measure", *[n for n, _ in columns]]
+    if before is not None:
+        head.append(f"after vs {before_name.split(':')[0].split(' (')[0]}")
+    n_pruned, n_train = s.get("n_pruned"), s.get("n_train")
+    cap = (
+        f"DynamicCut removed {_num(n_pruned)} of {_num(n_train)} training records (ranked by {s.get('prune_by')}, "
+        f"ranking from {s.get('ranking_source')}) and retrained {s.get('model')} from scratch on the rest; every rate is "
+        f"measured against the original {_num(n_train)} training rows (distance {s.get('distance')}, d1/d2 < "
+        f"{DYNAMICCUT_THRESHOLD:.3g}) "
+        "unless stated. Intervals: 95% bootstrap."
+    )
+    if not base:
+        cap += (
+            " No baseline run was given (tabmem dynamiccut --baseline DIR: the same model trained on the whole table), "
+            "so the only 'before' is the warm-up model, trained for fewer epochs: not a like-for-like comparison."
+        )
+    return Table(head, rows, cap, [False] + [True] * (len(head) - 1))

@@ -511,8 +511,9 @@ def fidelity_finding(quality: Quality | None) -> Finding:
     auc = finite(((quality.summary.get("details") or {}).get("c2st") or {}).get("mean_auc"))
     extra = ""
     if c2st is not None:
-        extra = f"; detection score {c2st:.3f} (1 = a classifier cannot tell synthetic rows from real ones" + (
-            f"; its AUC is {auc:.3f})" if auc is not None else ")"
+        extra = (
+            f"; c2st {c2st:.3f} (classifier two-sample test, a detection score: 1 = a classifier cannot tell "
+            "synthetic rows from real ones" + (f"; its AUC is {auc:.3f})" if auc is not None else ")")
         )
     return Finding(
         "Fidelity", "neutral", "", f"{' and '.join(parts)}, where 1 means identical to the real table{extra}."
@@ -541,8 +542,8 @@ def utility_finding(quality: Quality | None) -> Finding:
     ideal = finite(((quality.summary.get("details") or {}).get("dcr_share") or {}).get("ideal"))
     if dcr is not None and ideal is not None:
         text += (
-            f". DCR share {dcr:.3f}: the fraction of synthetic rows closer to a training row than to a holdout row "
-            f"(no-copy value {ideal:.3f})"
+            f". dcr_share {dcr:.3f}: the fraction of synthetic rows closer to a training row than to a holdout row "
+            f"(goal: closest to the ideal {ideal:.3g}, what a table that copies nothing gives)"
         )
     return Finding("Utility", "neutral", "", text + ".")
 
