@@ -1,10 +1,10 @@
 """Read output directories into the report model: one function per input kind.
 
 * :func:`read_train_dir`: a ``tabmem train`` run directory;
-* :func:`read_audit_dir`, :func:`read_attack_dir`, :func:`read_quality_dir`: the output
-  directories of ``tabmem audit`` / ``attack`` / ``quality``;
+* :func:`read_audit_dir`, :func:`read_attack_dir`, :func:`read_quality_dir`, :func:`read_risk_dir`:
+  the output directories of ``tabmem audit`` / ``attack`` / ``quality`` / ``risk``;
 * :func:`read_cell`: a directory holding any of these, itself or in ``train/``, ``audit/`` (or
-  ``audit/<distance>/``), ``attack/`` and ``quality/`` sub-directories (a study cell, a
+  ``audit/<distance>/``), ``attack/``, ``quality/`` and ``risk/`` sub-directories (a study cell, a
   ``tabmem demo`` table);
 * :func:`read_study_dir`: a ``tabmem run`` study (``manifest.json``: its ``cells`` with their
   ``dir``, ``labels`` (the axes), ``seed``, ``status`` and ``error``; ``versions``; ``study``),
@@ -30,7 +30,7 @@ from tabmem.attacks.base import ATTACKS
 from tabmem.attacks.summary import is_attack_summary
 from tabmem.errors import TabmemError
 from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
-from tabmem.report.model import Attacks, Audit, Cell, Quality, ReportData, Training
+from tabmem.report.model import Attacks, Audit, Cell, Quality, ReportData, Risk, Training
 
 __all__ = [
     "detect_kind",
@@ -38,6 +38,7 @@ __all__ = [
     "read_audit_dir",
     "read_attack_dir",
     "read_quality_dir",
+    "read_risk_dir",
     "read_cell",
     "read_study_dir",
     "load_report_data",
@@ -49,12 +50,15 @@ PART_DIRS: dict[str, tuple[str, ...]] = {
     "audit": ("audit",),
     "attack": ("attack", "attacks"),
     "quality": ("quality",),
+    "risk": ("risk",),
 }
-KINDS = ("study", "train", "audit", "attack", "quality")
+KINDS = ("study", "train", "audit", "attack", "quality", "risk")
+#: keys every ``tabmem risk`` summary holds (what tells it from the other summaries)
+RISK_KEYS = ("singling_out_univariate", "singling_out_multivariate", "linkability", "inference")
 
 
 def detect_kind(path: str | Path) -> str | None:
-    """Which command wrote ``path`` (``study``, ``train``, ``audit``, ``attack``, ``quality``), or None."""
+    """Which command wrote ``path`` (``study``, ``train``, ``audit``, ``attack``, ``quality``, ``risk``), or None."""
     p = Path(path)
     if (p / "manifest.json").is_file():
         return "study"
@@ -67,6 +71,8 @@ def detect_kind(path: str | Path) -> str | None:
         return "attack"
     if "goals" in summary and "shape" in summary:
         return "quality"
+    if is_risk_summary(summary):
+        return "risk"
     if "memorization_rate" in summary:
         config = _read_optional_json(p / "config.json")
         return "train" if isinstance(config, dict) and "model" in config else "audit"
@@ -126,6 +132,20 @@ def read_quality_dir(path: str | Path, notes: list[str] | None = None) -> Qualit
     return Quality(summary=_summary(p), shape_breakdown=breakdown, path=str(p))
 
 
+def is_risk_summary(summary: Any) -> bool:
+    """Whether a parsed ``summary.json`` is one of ``tabmem risk`` (it holds the three risks and the inference)."""
+    return isinstance(summary, dict) and all(k in summary for k in RISK_KEYS)
+
+
+def read_risk_dir(path: str | Path, notes: list[str] | None = None) -> Risk:
+    """A ``tabmem risk`` output directory (``summary.json``; its per-column inference is ``inference.csv``'s rows)."""
+    p = Path(path)
+    summary = _summary(p)
+    if not is_risk_summary(summary):
+        raise TabmemError(f"{str(p / 'summary.json')!r} is not a tabmem risk summary (it lacks {', '.join(RISK_KEYS)})")
+    return Risk(summary=summary, path=str(p))
+
+
 def read_train_dir(path: str | Path, notes: list[str] | None = None) -> tuple[Training, Audit]:
     """A ``tabmem train`` run directory: the training part and the audit of its final ``synthetic.csv``."""
     p = Path(path)
@@ -168,6 +188,8 @@ def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | N
         cell.attacks = read_attack_dir(p, notes)
     elif kind == "quality":
         cell.quality = read_quality_dir(p, notes)
+    elif kind == "risk":
+        cell.risk = read_risk_dir(p, notes)
     if cell.training is None and (p / "train").is_dir() and detect_kind(p / "train") == "train":
         cell.training, own_audit = read_train_dir(p / "train", own_notes)
     audit_dir = p / "audit"
@@ -182,6 +204,8 @@ def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | N
             cell.attacks = read_attack_dir(p / d, notes)
     if cell.quality is None and (p / "quality").is_dir() and detect_kind(p / "quality") == "quality":
         cell.quality = read_quality_dir(p / "quality", notes)
+    if cell.risk is None and (p / "risk").is_dir() and detect_kind(p / "risk") == "risk":
+        cell.risk = read_risk_dir(p / "risk", notes)
     notes.extend(n for n in own_notes if not explicit or "records.csv" not in n and "bootstrap" not in n)
     for a in [*explicit, *([own_audit] if own_audit is not None else [])]:
         label = str(a.get("distance") or Path(a.path).name)
@@ -208,6 +232,8 @@ def _axes(cell: Cell) -> dict[str, Any]:
     dataset = source.get("dataset") or (cfg.get("schema") or {}).get("name")
     if dataset is None and cell.audit is not None:
         dataset = (cell.audit.get("schema") or {}).get("name")
+    if dataset is None and cell.risk is not None:
+        dataset = (cell.risk.summary.get("schema") or {}).get("name")
     if dataset:
         axes["dataset"] = dataset
     if cfg.get("model"):
@@ -310,7 +336,7 @@ def load_report_data(path: str | Path) -> ReportData:
     cells = [read_cell(child, notes=notes) for child in sorted(p.iterdir()) if child.is_dir() and _holds_results(child)]
     if not cells:
         raise TabmemError(
-            f"DIR: {str(p)!r} is not a study, a tabmem train run directory, or an audit/attack/quality output "
+            f"DIR: {str(p)!r} is not a study, a tabmem train run directory, or an audit/attack/quality/risk output "
             "directory (no manifest.json or summary.json in it or its sub-directories)"
         )
     return ReportData(title=p.name, source=str(p), kind="collection", cells=cells, notes=notes)

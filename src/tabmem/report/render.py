@@ -18,7 +18,7 @@ import pandas as pd
 
 from tabmem._io import jsonable
 from tabmem.errors import TabmemError
-from tabmem.report import plots, tables
+from tabmem.report import plots, risk_tables, tables
 from tabmem.report.model import Cell, ReportData
 from tabmem.report.verdict import cell_verdict, evidence_lines
 
@@ -112,6 +112,7 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
                 "audit_tables": tables.audit_tables(cell),
                 "attack_tables": tables.attack_tables(cell),
                 "quality_tables": tables.quality_tables(cell),
+                "risk": risk_tables.risk_section(cell),
                 "dynamics_table": dyn_table,
                 "epochs_table": None if epochs is None else tables.frame_table(epochs, "Per tracked epoch."),
                 "config": _config_json(cell),
@@ -123,6 +124,7 @@ def render_report(data: ReportData, *, records: dict[str, pd.DataFrame] | None =
                     "training": cell.training is not None,
                     "attacks": cell.attacks is not None,
                     "quality": cell.quality is not None,
+                    "risk": cell.risk is not None,
                 },
             }
         )
