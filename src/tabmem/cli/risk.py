@@ -74,7 +74,7 @@ def _fmt(x: Any) -> str:
 def _ci(ci: Any) -> str:
     if not isinstance(ci, (list, tuple)) or len(ci) != 2 or "n/a" in (_fmt(ci[0]), _fmt(ci[1])):
         return "n/a"
-    return f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
+    return f"{_fmt(ci[0])}-{_fmt(ci[1])}"  # clipped to [0, 1]: never negative
 
 
 def risk_rows(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -94,7 +94,7 @@ def summary_table(doc: dict[str, Any]) -> Any:
     ci_head = f"{round(100 * float(conf))}% CI" if isinstance(conf, (int, float)) else "CI"
     n = doc.get("n_attacks")
     title = "WP29 anonymisation risks" + (f" ({n:,} attacks each)" if isinstance(n, int) else "")
-    table = Table(title=title, show_header=True, header_style="bold", box=box.SIMPLE_HEAD)
+    table = Table(title=title, show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("risk", "value", ci_head, "attack", "control", "baseline"):
         table.add_column(col, justify="left" if col == "risk" else "right", no_wrap=col != "risk")
     for label, est in risk_rows(doc):
