@@ -13,7 +13,7 @@ import pytest
 from cli_run import run
 from tabmem.cli import cli
 
-N_ATTACKS = "200"
+N_ATTACKS = "100"
 
 
 def _table(n: int, seed: int) -> pd.DataFrame:
@@ -69,7 +69,13 @@ def test_secrets_and_aux_twice(files, tmp_path, capsys):
     assert s["secrets"] == ["y", "sex"] and s["aux"] == [["age", "city"], ["income", "sex"]]
     assert s["n_attacks"] == int(N_ATTACKS) and s["seed"] == 0
     assert list(pd.read_csv(out / "inference.csv")["column"]) == ["y", "sex"]
-    for label in ("singling out, univariate", "singling out, multivariate", "linkability", "inference: y", "inference: sex"):
+    for label in (
+        "singling out, univariate",
+        "singling out, multivariate",
+        "linkability",
+        "inference: y",
+        "inference: sex",
+    ):
         assert label in text, label
     for head in ("95% CI", "attack", "control", "baseline"):
         assert head in text

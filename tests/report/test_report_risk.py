@@ -44,7 +44,7 @@ def outputs(tmp_path_factory):
     control = _table(100, 2)
     schema = Schema.infer(train, categorical=["city", "y"])
     schema = Schema(schema.columns, schema.numerical, schema.categorical, None, None, "toy")
-    kw = {"secrets": ["y", "city"], "aux": [["age", "city"], ["income", "y"]], "n_attacks": 200, "seed": 0}
+    kw = {"secrets": ["y", "city"], "aux": [["age", "city"], ["income", "y"]], "n_attacks": 100, "seed": 0}
     risk_to_dir(train, synthetic, control, schema, root / "risk", **kw)
     risk_to_dir(train, synthetic, control, schema, root / "cell" / "risk", **kw)
     audit_to_dir(ReplicaDetector(n_jobs=1), train, synthetic, schema, root / "cell" / "audit", holdout=control)

@@ -18,7 +18,7 @@ from tabmem.runs.risk import INFERENCE_COLUMNS, risk_to_dir
 
 OUTPUTS = ["inference.csv", "summary.json"]
 SECRET_VALUE = "SECRET-b41f"  # a one-off training value: no output file may hold it
-N_ATTACKS = 200
+N_ATTACKS = 100
 
 
 def _table(n: int, seed: int) -> pd.DataFrame:
@@ -112,7 +112,9 @@ def test_refuses_another_run_types_directory_and_another_tools_summary(tables, s
     other = tmp_path / "other"
     other.mkdir()
     (other / "summary.json").write_text('{"accuracy": 0.9}\n')
-    with pytest.raises(TabmemError, match=r"holds summary\.json, which no tabmem risk run can be shown to have written"):
+    with pytest.raises(
+        TabmemError, match=r"holds summary\.json, which no tabmem risk run can be shown to have written"
+    ):
         _risk(tables, schema, other)
     assert (other / "summary.json").read_text() == '{"accuracy": 0.9}\n'
     # and an audit refuses a risk directory

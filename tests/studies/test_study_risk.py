@@ -36,7 +36,7 @@ RISK = """
 [risk]
 secrets = ["y", "c"]
 aux = [["a", "b"], ["c", "y"]]
-n_attacks = 200
+n_attacks = 50
 n_control = 30
 """
 
@@ -75,7 +75,7 @@ def test_risk_step_writes_the_risk_layout_and_its_rows(risk_study, tmp_path):
         "summary.json",
     ]
     s = json.loads((rdir / "summary.json").read_text())
-    assert s["secrets"] == ["y", "c"] and s["aux"] == [["a", "b"], ["c", "y"]] and s["n_attacks"] == 200
+    assert s["secrets"] == ["y", "c"] and s["aux"] == [["a", "b"], ["c", "y"]] and s["n_attacks"] == 50
     assert s["n_train"] == 80 and s["n_synthetic"] == 80 and s["schema"]["columns"] == ["a", "b", "c", "y"]
     audit = json.loads((out / "cells" / cell.id / "audit" / "fang2024" / "summary.json").read_text())
     assert s["n_control"] == audit["n_holdout"] == 30  # the audit's holdout is the control

@@ -21,16 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from tabmem._io import write_frame, write_json
 from tabmem.data.schema import Schema
+from tabmem.risk import RiskSummary, evaluate_risk
 from tabmem.runs.protocol import RISK_RUN, RunDirectory
-
-if TYPE_CHECKING:
-    from tabmem.risk import RiskSummary
 
 __all__ = ["INFERENCE_COLUMNS", "RISK_RUN", "RISKS", "inference_frame", "risk_to_dir"]
 
@@ -54,6 +52,8 @@ def risk_to_dir(
     n_cols: int = 3,
     confidence: float = 0.95,
     seed: int = 0,
+    tolerance: float = 0.05,
+    n_jobs: int | None = None,
 ) -> RiskSummary:
     """Evaluate the three WP29 risks of ``synthetic`` (made from ``train``; ``control``: real rows never
     trained on) into ``out_dir``; returns the :class:`~tabmem.risk.RiskSummary` (what ``summary.json`` holds,
@@ -62,10 +62,9 @@ def risk_to_dir(
     ``secrets`` (columns an attacker infers; default: chosen by :func:`~tabmem.risk.evaluate_risk`, see
     ``summary.chosen``), ``aux`` (the two column sets linkability links; default chosen likewise),
     ``n_attacks`` (attacks per risk), ``n_neighbors``, ``n_cols`` (columns of a multivariate
-    predicate), ``confidence`` (of the intervals) and ``seed`` are those of ``evaluate_risk``.
+    predicate), ``confidence`` (of the intervals), ``seed``, ``tolerance`` (the relative error of a right
+    numerical guess) and ``n_jobs`` (neighbour-search workers) are those of ``evaluate_risk``.
     """
-    from tabmem.risk import evaluate_risk
-
     with RunDirectory(out_dir, RISK_RUN).lock() as run:
         summary = evaluate_risk(
             train,
@@ -79,6 +78,8 @@ def risk_to_dir(
             n_cols=n_cols,
             confidence=confidence,
             seed=seed,
+            tolerance=tolerance,
+            n_jobs=n_jobs,
         )
         doc = summary.to_dict()
         if schema is not None:

@@ -87,6 +87,7 @@ class RiskStep(Step):
             n_cols=c["n_cols"],
             confidence=c["confidence"],
             seed=ctx.seed_for("risk"),
+            n_jobs=ctx.threads,
         )
         return risk_rows(summary.to_dict())
 
