@@ -47,6 +47,9 @@ def _config_json(cell: Cell) -> str:
         parts["attack"] = cell.attacks.meta["config"]
     if cell.quality is not None and cell.quality.summary.get("config"):
         parts["quality"] = cell.quality.summary["config"]
+    if cell.risk is not None:
+        keys = ("secrets", "aux", "chosen", "n_attacks", "confidence", "seed")
+        parts["risk"] = {k: cell.risk.summary[k] for k in keys if k in cell.risk.summary}
     if cell.audit is not None and not cell.config:
         parts["audit"] = {k: cell.audit.get(k) for k in ("distance", "threshold", "schema") if k in cell.audit.summary}
     return json.dumps(jsonable(parts), indent=2, sort_keys=False)
