@@ -293,8 +293,9 @@ def control_correction(
     """``m(n_train) / m(n_control)``: how many more (or fewer) queries would single out a control of the training size.
 
     ``m(n) = norm · P(n, w_eff)`` is fitted (least squares) to the singling-out counts on random
-    subsamples of the control table (``n_sizes`` sizes from ``min(1000, n)`` to ``n``, ``n_repeat``
-    each); a failed fit gives 1 with a warning.
+    subsamples of the control table (``n_sizes`` sizes from ``min(1000, n/2)`` to ``n``, ``n_repeat``
+    each; anonymeter starts at ``min(1000, n)``, which leaves a control of up to 1,000 rows a single
+    size to fit); a failed fit gives 1.
     """
     from scipy.optimize import curve_fit
 
@@ -306,7 +307,7 @@ def control_correction(
     matched = [control.rows(q) for q in queries]
     qid = np.repeat(np.arange(len(queries)), [len(m) for m in matched])
     rows = np.concatenate(matched) if matched else np.zeros(0, np.int64)
-    for size in np.linspace(min(1000, n), n, n_sizes).astype(int).tolist():
+    for size in np.linspace(max(min(1000, n // 2), 1), n, n_sizes).astype(int).tolist():
         for _ in range(n_repeat):
             keep = np.zeros(n, dtype=np.float64)
             keep[rng.choice(n, size=size, replace=False)] = 1.0
