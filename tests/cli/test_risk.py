@@ -124,6 +124,7 @@ def test_table_options_apply_to_the_three_tables(tmp_path, capsys):
         (("--aux", "age", "--aux", ","), r"Error: --aux: column set 2 \(','\) names no column"),
         (("--secret", "nope"), r"Error: --secret: column 'nope' is not in the training table \(its columns: age,"),
         (("--aux", "age,nope", "--aux", "sex"), r"Error: --aux: column 'nope' is not in the training table"),
+        (("--secret", "y", "--secret", "y"), r"Error: --secret: column 'y' is named twice"),
         (("--n-attacks", "0"), r"Error: Invalid value for '--n-attacks'"),
     ],
 )

@@ -57,6 +57,9 @@ def aux_columns(values: tuple[str, ...] | list[str]) -> list[list[str]] | None:
 
 
 def _check_columns(option: str, names: list[str], columns: tuple[str, ...]) -> None:
+    twice = [c for c in dict.fromkeys(names) if names.count(c) > 1]
+    if twice:
+        raise TabmemError(f"{option}: column {twice[0]!r} is named twice")
     for name in names:
         if name not in columns:
             shown = ", ".join(columns[:20]) + (f" and {len(columns) - 20:,} more" if len(columns) > 20 else "")
