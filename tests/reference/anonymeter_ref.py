@@ -56,7 +56,7 @@ def main(config_path: str, out_path: str) -> None:
     num, cat = cfg["numerical"], cfg["categorical"]
     train, syn, control = (_read(cfg[k], num, cat) for k in ("train", "synthetic", "control"))
     n, conf, seed = cfg["n_attacks"], cfg.get("confidence", 0.95), cfg.get("seed", 0)
-    np.random.seed(seed)  # linkability and inference sample with numpy's global state
+    np.random.seed(seed)  # noqa: NPY002 - anonymeter samples targets with numpy's global state
     attacks = cfg.get("attacks") or ["singling_out_univariate", "singling_out_multivariate", "linkability", "inference"]
     out: dict = {"versions": {"numpy": np.__version__, "pandas": pd.__version__}}
     try:

@@ -65,6 +65,12 @@ def test_query_counts_equal_a_naive_loop_over_rows():
         ours = so.count_queries(coded, queries)
         naive = [_naive_count(table, q, vocab) for q in queries]
         assert ours.tolist() == naive
+        for width in (1, 2, 3):
+            same = [q for q in queries if len(q) == width]
+            for prefix in (1, 4, 64):
+                assert coded.singles(same, prefix=prefix).tolist() == [
+                    n == 1 for n, q in zip(naive, queries) if len(q) == width
+                ]
         for q in queries[:40]:
             assert len(coded.rows(q)) == _naive_count(table, q, vocab)
 

@@ -91,9 +91,9 @@ def _singling_out(
             "the risk may be underestimated"
         )
     baseline = so.random_queries(c_sy, n_attacks, base_cols, rng)
-    n_success = int((so.count_queries(c_tr, queries) == 1).sum())
-    n_base = int((so.count_queries(c_tr, baseline) == 1).sum())
-    n_control = int((so.count_queries(c_co, queries) == 1).sum())
+    n_success = so.count_singling_out(c_tr, queries)
+    n_base = so.count_singling_out(c_tr, baseline)
+    n_control = so.count_singling_out(c_co, queries)
     correction = None
     if c_co.n != c_tr.n:
         correction = so.control_correction(c_co, queries, c_tr.n, rng)
