@@ -94,7 +94,7 @@ def test_exclude_on_a_registered_dataset(shared_data_dir, tmp_path, capsys) -> N
     assert code == 2 and "--exclude: column 'nope' is not in the dataset 'adult'" in text
 
 
-@pytest.mark.parametrize("command", ["audit", "attack", "quality", "train", "augment", "dynamiccut"])
+@pytest.mark.parametrize("command", ["audit", "attack", "quality", "train", "augment", "dynamiccut", "risk"])
 def test_every_table_command_has_the_options(command) -> None:
     import click
 

@@ -251,6 +251,9 @@ def base_argv(command: str, files: dict[str, Path], out: Path, model: Path | Non
         return ["quality", "--real", f["train"], "--synthetic", f["synthetic"], "--holdout", f["holdout"],
                 "--metrics", "shape,trend,mmd,wasserstein,alpha_precision,beta_recall,dcr_share",
                 "--out", str(out)]  # fmt: skip
+    if command == "risk":  # the holdout is the control
+        return ["risk", "--train", f["train"], "--synthetic", f["synthetic"], "--control", f["holdout"],
+                "--n-attacks", "50", "--out", str(out)]  # fmt: skip
     if command == "generate-icl":
         return ["generate-icl", "--train", f["train"], "--backend", f"openai:{server}", "--n", "8",
                 "--n-context", "8", "--rows-per-request", "8", "--out", str(out / "icl.csv")]  # fmt: skip

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "sample": "tabmem.cli.sample:sample",
     "attack": "tabmem.cli.attack:attack",
     "quality": "tabmem.cli.quality:quality",
+    "risk": "tabmem.cli.risk:risk",
     "generate-icl": "tabmem.cli.generate_icl:generate_icl",
     "augment": "tabmem.cli.augment:augment",
     "dynamiccut": "tabmem.cli.dynamiccut:dynamiccut",

@@ -1,4 +1,4 @@
-"""``tabmem report``: one self-contained HTML page from a study, a train run or audit/attack/quality outputs.
+"""``tabmem report``: one self-contained HTML page from a study, a train run or audit/attack/quality/risk outputs.
 
 * :mod:`.readers`: one function per input kind, all producing the same :mod:`.model`;
 * :mod:`.decision`: cells handed to the rule engine (:mod:`tabmem.gate`): ``tabmem check``;
@@ -19,7 +19,7 @@ import pandas as pd
 from tabmem._io import write_text
 from tabmem.errors import TabmemError, name_setting, suggest
 from tabmem.gate import Policy, load_policy
-from tabmem.report.model import Attacks, Audit, Cell, Quality, ReportData, Training
+from tabmem.report.model import Attacks, Audit, Cell, Quality, ReportData, Risk, Training
 from tabmem.report.readers import detect_kind, load_report_data
 from tabmem.report.render import render_report
 
@@ -34,6 +34,7 @@ __all__ = [
     "Attacks",
     "Quality",
     "Training",
+    "Risk",
 ]
 
 

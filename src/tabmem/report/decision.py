@@ -22,14 +22,13 @@ __all__ = ["check_dirs", "measured_in", "measured_of"]
 
 def measured_of(cell: Cell, label: str | None = None) -> Measured:
     """What the rule engine judges of ``cell``: its audits (by distance), attack, quality and risk summaries."""
-    risk = getattr(cell, "risk", None)
     audits = cell.audits or ({str(cell.audit.get("distance", "")): cell.audit} if cell.audit is not None else {})
     return Measured(
         label=label or cell.name,
         audits={d: a.summary for d, a in audits.items()},
         attacks=cell.attacks.summary if cell.attacks is not None else None,
         quality=cell.quality.summary if cell.quality is not None else None,
-        risk=risk.summary if risk is not None else None,
+        risk=cell.risk.summary if cell.risk is not None else None,
     )
 
 

@@ -1,7 +1,7 @@
 """The in-memory report model: what every input kind is read into, and what the report renders.
 
 One :class:`ReportData` holds one :class:`Cell` per synthetic table (a generator run, a study
-cell, or a single audit/attack/quality output). A cell holds up to four parts, each the content
+cell, or a single audit/attack/quality/risk output). A cell holds up to five parts, each the content
 of one command's output directory as written by that command (no number is recomputed here):
 
 * :class:`Audit`: ``tabmem audit`` or the audit of ``tabmem train`` (``summary.json``, the
@@ -12,6 +12,7 @@ of one command's output directory as written by that command (no number is recom
 * :class:`Training`: ``tabmem train`` (``config.json``, tracked epochs, Top vs Non-top dynamics);
 * :class:`DynamicCutRun`: ``tabmem dynamiccut`` (its ``summary.json``: the retrained model against
   the original table, the warm-up's and the baseline's numbers, the run's settings).
+* :class:`Risk`: ``tabmem risk`` (``summary.json``: the WP29 risks, their rates and intervals).
 
 Only positions and counts of training records are ever held here, never their values.
 """
@@ -26,7 +27,7 @@ import pandas as pd
 
 from tabmem.attacks.summary import META_KEY, PRIVACY_KEY
 
-__all__ = ["Audit", "Attacks", "Quality", "Training", "DynamicCutRun", "Cell", "ReportData"]
+__all__ = ["Audit", "Attacks", "Quality", "Training", "DynamicCutRun", "Risk", "Cell", "ReportData"]
 
 
 @dataclass
@@ -103,6 +104,25 @@ class DynamicCutRun:
 
 
 @dataclass
+class Risk:
+    """The WP29 anonymisation risks (``tabmem risk``'s ``summary.json``: singling out, linkability, inference)."""
+
+    summary: dict[str, Any]
+    path: str = ""
+
+    def estimate(self, key: str) -> dict[str, Any] | None:
+        """One risk's estimate (``singling_out_univariate``, ``singling_out_multivariate``, ``linkability``)."""
+        v = self.summary.get(key)
+        return v if isinstance(v, dict) else None
+
+    @property
+    def inference(self) -> dict[str, dict[str, Any]]:
+        """``{secret column: estimate}``, as written."""
+        per_column = (self.summary.get("inference") or {}).get("per_column") or {}
+        return {str(k): v for k, v in per_column.items() if isinstance(v, dict)}
+
+
+@dataclass
 class Cell:
     """One synthetic table and everything measured about it."""
 
@@ -117,12 +137,15 @@ class Cell:
     training: Training | None = None
     dynamiccut: DynamicCutRun | None = None
     kind: str = ""  # the run type read: train, audit, attack, quality, dynamiccut, or cell (parts of one table)
+    risk: Risk | None = None
     status: str = "done"
     error: str | None = None
 
     @property
     def has_results(self) -> bool:
-        return any(p is not None for p in (self.audit, self.attacks, self.quality, self.training, self.dynamiccut))
+        return any(
+            p is not None for p in (self.audit, self.attacks, self.quality, self.training, self.dynamiccut, self.risk)
+        )
 
 
 @dataclass
@@ -131,7 +154,7 @@ class ReportData:
 
     title: str
     source: str
-    kind: str  # study | train | audit | attack | quality | dynamiccut | cell | collection
+    kind: str  # study | train | audit | attack | quality | dynamiccut | risk | cell | collection
     cells: list[Cell]
     versions: dict[str, str] = field(default_factory=dict)  # of the runs, where recorded
     notes: list[str] = field(default_factory=list)  # what the readers could not find

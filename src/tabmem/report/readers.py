@@ -1,13 +1,13 @@
 """Read output directories into the report model: one function per input kind.
 
 * :func:`read_train_dir`: a ``tabmem train`` run directory;
-* :func:`read_audit_dir`, :func:`read_attack_dir`, :func:`read_quality_dir`: the output
-  directories of ``tabmem audit`` / ``attack`` / ``quality``;
+* :func:`read_audit_dir`, :func:`read_attack_dir`, :func:`read_quality_dir`, :func:`read_risk_dir`:
+  the output directories of ``tabmem audit`` / ``attack`` / ``quality`` / ``risk``;
 * :func:`read_dynamiccut_dir`: a ``tabmem dynamiccut`` run directory (``summary.json``, the
   tracked warm-up in ``warmup/``);
 * :func:`read_cell`: a directory holding any of these, itself or in ``train/``, ``audit/`` (or
-  ``audit/<distance>/``), ``attack/``, ``quality/`` and ``dynamiccut/`` sub-directories (a study
-  cell, a ``tabmem demo`` table);
+  ``audit/<distance>/``), ``attack/``, ``quality/``, ``risk/`` and ``dynamiccut/`` sub-directories
+  (a study cell, a ``tabmem demo`` table);
 * :func:`read_study_dir`: a ``tabmem run`` study (``manifest.json``: its ``cells`` with their
   ``dir``, ``labels`` (the axes), ``seed``, ``status`` and ``error``; ``versions``; ``study``),
   laid out as ``docs/studies.md`` describes (each cell a directory as above);
@@ -36,7 +36,7 @@ from tabmem.errors import TabmemError
 from tabmem.memorization.replicas import ReplicaDetector
 from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
 from tabmem.mitigation.summary import SUMMARY_KEYS as DYNAMICCUT_KEYS
-from tabmem.report.model import Attacks, Audit, Cell, DynamicCutRun, Quality, ReportData, Training
+from tabmem.report.model import Attacks, Audit, Cell, DynamicCutRun, Quality, ReportData, Risk, Training
 
 __all__ = [
     "detect_kind",
@@ -45,6 +45,7 @@ __all__ = [
     "read_attack_dir",
     "read_quality_dir",
     "read_dynamiccut_dir",
+    "read_risk_dir",
     "read_cell",
     "read_study_dir",
     "load_report_data",
@@ -57,8 +58,9 @@ PART_DIRS: dict[str, tuple[str, ...]] = {
     "attack": ("attack", "attacks"),
     "quality": ("quality",),
     "dynamiccut": ("dynamiccut",),
+    "risk": ("risk",),
 }
-KINDS = ("study", "train", "audit", "attack", "quality", "dynamiccut")
+KINDS = ("study", "train", "audit", "attack", "quality", "dynamiccut", "risk")
 #: what each kind is, in the report's words
 KIND_NAMES = {
     "study": "study",
@@ -67,13 +69,17 @@ KIND_NAMES = {
     "attack": "attack run",
     "quality": "quality run",
     "dynamiccut": "DynamicCut run",
+    "risk": "risk run",
     "cell": "cell",
     "collection": "collection",
 }
+#: keys every ``tabmem risk`` summary holds (what tells it from the other summaries)
+RISK_KEYS = ("singling_out_univariate", "singling_out_multivariate", "linkability", "inference")
 
 
 def detect_kind(path: str | Path) -> str | None:
-    """Which command wrote ``path`` (``study``, ``train``, ``audit``, ``attack``, ``quality``, ``dynamiccut``), or None."""
+    """Which command wrote ``path`` (``study``, ``train``, ``audit``, ``attack``, ``quality``, ``dynamiccut``,
+    ``risk``), or None."""
     p = Path(path)
     if (p / "manifest.json").is_file():
         return "study"
@@ -86,6 +92,8 @@ def detect_kind(path: str | Path) -> str | None:
         return "attack"
     if "goals" in summary and "shape" in summary:
         return "quality"
+    if is_risk_summary(summary):
+        return "risk"
     if all(k in summary for k in DYNAMICCUT_KEYS if k != "quality"):  # before train: its config names a model too
         return "dynamiccut"  # ("quality" is left out of the file when the run skipped it, as a study's step does)
     if "memorization_rate" in summary:
@@ -145,6 +153,20 @@ def read_quality_dir(path: str | Path, notes: list[str] | None = None) -> Qualit
     shape = p / "shape_breakdown.csv"
     breakdown = read_frame(shape, usecols=["column", "metric", "score"]) if shape.is_file() else None
     return Quality(summary=_summary(p), shape_breakdown=breakdown, path=str(p))
+
+
+def is_risk_summary(summary: Any) -> bool:
+    """Whether a parsed ``summary.json`` is one of ``tabmem risk`` (it holds the three risks and the inference)."""
+    return isinstance(summary, dict) and all(k in summary for k in RISK_KEYS)
+
+
+def read_risk_dir(path: str | Path, notes: list[str] | None = None) -> Risk:
+    """A ``tabmem risk`` output directory (``summary.json``; its per-column inference is ``inference.csv``'s rows)."""
+    p = Path(path)
+    summary = _summary(p)
+    if not is_risk_summary(summary):
+        raise TabmemError(f"{str(p / 'summary.json')!r} is not a tabmem risk summary (it lacks {', '.join(RISK_KEYS)})")
+    return Risk(summary=summary, path=str(p))
 
 
 def read_train_dir(path: str | Path, notes: list[str] | None = None) -> tuple[Training, Audit]:
@@ -233,6 +255,8 @@ def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | N
         cell.attacks = read_attack_dir(p, notes)
     elif kind == "quality":
         cell.quality = read_quality_dir(p, notes)
+    elif kind == "risk":
+        cell.risk = read_risk_dir(p, notes)
     if cell.training is None and (p / "train").is_dir() and detect_kind(p / "train") == "train":
         cell.training, own_audit = read_train_dir(p / "train", own_notes)
     audit_dir = p / "audit"
@@ -250,6 +274,8 @@ def read_cell(path: str | Path, *, name: str | None = None, notes: list[str] | N
     dc_dir = p / "dynamiccut"  # a study cell's dynamiccut step: its before/after (the cell's audit/ is its audit)
     if cell.dynamiccut is None and dc_dir.is_dir() and detect_kind(dc_dir) == "dynamiccut":
         cell.dynamiccut = read_dynamiccut_dir(dc_dir, notes)[0]
+    if cell.risk is None and (p / "risk").is_dir() and detect_kind(p / "risk") == "risk":
+        cell.risk = read_risk_dir(p / "risk", notes)
     notes.extend(n for n in own_notes if not explicit or "records.csv" not in n and "bootstrap" not in n)
     for a in [*explicit, *([own_audit] if own_audit is not None else [])]:
         label = str(a.get("distance") or Path(a.path).name)
@@ -276,6 +302,8 @@ def _axes(cell: Cell) -> dict[str, Any]:
     dataset = source.get("dataset") or (cfg.get("schema") or {}).get("name")
     if dataset is None and cell.audit is not None:
         dataset = (cell.audit.get("schema") or {}).get("name")
+    if dataset is None and cell.risk is not None:
+        dataset = (cell.risk.summary.get("schema") or {}).get("name")
     if dataset:
         axes["dataset"] = dataset
     if cfg.get("model"):
@@ -381,8 +409,8 @@ def load_report_data(path: str | Path) -> ReportData:
     cells = [read_cell(child, notes=notes) for child in children]
     if not cells:
         raise TabmemError(
-            f"DIR: {str(p)!r} is not a study, a tabmem train run directory, or an audit/attack/quality/dynamiccut "
-            "output directory (no manifest.json or summary.json in it or its sub-directories)"
+            f"DIR: {str(p)!r} is not a study, a tabmem train run directory, or an audit/attack/quality/risk/"
+            "dynamiccut output directory (no manifest.json or summary.json in it or its sub-directories)"
         )
     kinds = dict.fromkeys(KIND_NAMES[c.kind] for c in cells)
     title = f"{p.resolve().name} (a collection of {len(cells)}: {', '.join(kinds)})"

@@ -19,7 +19,7 @@ import pandas as pd
 from tabmem._io import jsonable
 from tabmem.errors import TabmemError
 from tabmem.gate import Policy, load_policy
-from tabmem.report import plots, tables
+from tabmem.report import plots, risk_tables, tables
 from tabmem.report.model import Cell, ReportData
 from tabmem.report.readers import KIND_NAMES
 from tabmem.report.verdict import cell_verdict, evidence_lines
@@ -49,6 +49,9 @@ def _config_json(cell: Cell) -> str:
         parts["attack"] = cell.attacks.meta["config"]
     if cell.quality is not None and cell.quality.summary.get("config"):
         parts["quality"] = cell.quality.summary["config"]
+    if cell.risk is not None:
+        keys = ("secrets", "aux", "chosen", "n_attacks", "confidence", "seed")
+        parts["risk"] = {k: cell.risk.summary[k] for k in keys if k in cell.risk.summary}
     if cell.audit is not None and not cell.config:
         parts["audit"] = {k: cell.audit.get(k) for k in ("distance", "threshold", "schema") if k in cell.audit.summary}
     return json.dumps(jsonable(parts), indent=2, sort_keys=False)
@@ -121,6 +124,7 @@ def render_report(
                 "audit_tables": tables.audit_tables(cell),
                 "attack_tables": tables.attack_tables(cell),
                 "quality_tables": tables.quality_tables(cell),
+                "risk": risk_tables.risk_section(cell),
                 "dynamics_table": dyn_table,
                 "epochs_table": epochs,
                 "dynamiccut_table": tables.dynamiccut_table(cell),
@@ -134,6 +138,7 @@ def render_report(
                     "attacks": cell.attacks is not None,
                     "quality": cell.quality is not None,
                     "dynamiccut": cell.dynamiccut is not None,
+                    "risk": cell.risk is not None,
                 },
             }
         )

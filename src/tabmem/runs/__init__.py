@@ -7,7 +7,9 @@
 * :mod:`~tabmem.runs.attack` and :mod:`~tabmem.runs.shadows`: membership inference, with shadow
   generators trained in parallel and cached (``tabmem attack``);
 * :mod:`~tabmem.runs.dynamiccut`: DynamicCut's warm-up, ranking, pruning and retraining
-  (``tabmem dynamiccut``).
+  (``tabmem dynamiccut``);
+* :mod:`~tabmem.runs.risk`: the three WP29 risks (singling out, linkability, inference) against a
+  control (``tabmem risk``, the study's ``risk`` step).
 
 The command line (:mod:`tabmem.cli`) and the study steps (:mod:`tabmem.studies.steps`) are thin
 adapters over these functions.

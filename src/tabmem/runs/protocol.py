@@ -1,6 +1,6 @@
 """The one run-directory protocol: what a run owns, one writer at a time, resume or start again.
 
-Every command that writes a directory (``tabmem train``, ``audit``, ``attack``, ``dynamiccut``,
+Every command that writes a directory (``tabmem train``, ``audit``, ``attack``, ``dynamiccut``, ``risk``,
 the shadows of an attack, a study's steps) goes through :class:`RunDirectory`:
 
 * **ownership**: a run type (:class:`RunKind`) lists the files and folders it writes; ``overwrite``
@@ -57,6 +57,7 @@ __all__ = [
     "SHADOW_RUN",
     "QUALITY_RUN",
     "AUGMENT_RUN",
+    "RISK_RUN",
     "STUDY_RUN",
 ]
 
@@ -158,6 +159,16 @@ AUGMENT_RUN = RunKind(
     config_keys=("method", "n_original", "n_new"),
     proof="summary.json",
 )
+#: the three WP29 risks (``tabmem risk``): one shot, its summary keys prove a run of it
+RISK_RUN = RunKind(
+    "risk",
+    ("summary.json", "inference.csv"),
+    progress="summary.json",
+    config=None,
+    signature=("inference.csv",),
+    config_keys=("singling_out_univariate", "singling_out_multivariate", "linkability", "inference"),
+    proof="summary.json",
+)
 #: a study directory (its writer lock; cells resume step by step)
 STUDY_RUN = RunKind(
     "study",
@@ -167,7 +178,7 @@ STUDY_RUN = RunKind(
 )
 #: every run type that writes a directory of its own (the ones with a signature are recognised)
 RUN_KINDS = (
-    TRAIN_RUN, AUDIT_RUN, ATTACK_RUN, DYNAMICCUT_RUN, SHADOWS_RUN, QUALITY_RUN, AUGMENT_RUN, STUDY_RUN
+    TRAIN_RUN, AUDIT_RUN, ATTACK_RUN, DYNAMICCUT_RUN, SHADOWS_RUN, QUALITY_RUN, AUGMENT_RUN, RISK_RUN, STUDY_RUN
 )  # fmt: skip
 
 

@@ -27,8 +27,10 @@ epochs         int64     training epochs of the cell's generator
 n_train        int64     training rows the generator was given (after ``n_train`` subsampling;
                          before any mitigation)
 step           string    pipeline step that produced the row: ``train``, ``sample``, ``audit``,
-                         ``attack``, ``quality`` (and the mitigation steps)
-component      string    what inside the step: the distance (audit), the attack (attack);
+                         ``attack``, ``quality``, ``risk`` (and the mitigation steps)
+component      string    what inside the step: the distance (audit), the attack (attack), the
+                         risk (risk: ``singling_out_univariate``, ``linkability``,
+                         ``inference:<column>``, ...);
                          ``""`` for steps with one component (train, sample, quality)
 metric         string    metric name (list below)
 value          float64   the number (NaN: not computable, e.g. a Gini of zero replicas)
@@ -67,6 +69,11 @@ seeded from the cell seed):
   ``mmd``, ``wasserstein``, ``alpha_precision``, ``beta_recall``, ``c2st``, ``dcr_share``
   (baseline = the ideal share); a metric that could not run has no row (its reason is in the
   cell's ``quality/summary.json``).
+
+* ``risk`` (component = ``singling_out_univariate``, ``singling_out_multivariate``,
+  ``linkability``, ``inference:<column>``): ``risk`` (CI; baseline 0), ``attack_rate`` (CI;
+  baseline = the control rate), ``control_rate``, ``baseline_rate`` (CIs): Wilson-score
+  intervals, as the cell's ``risk/summary.json`` holds them.
 
 Per-epoch and per-record data stay in the cell directory (``train/history.csv``,
 ``train/trajectories.csv``, ``audit/<distance>/records.csv``, ``attack/scores.csv``...).

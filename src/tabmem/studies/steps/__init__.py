@@ -2,7 +2,8 @@
 
 Built-in steps: ``train`` (:func:`tabmem.runs.train.train_to_dir`), ``sample`` (sampling options
 and defences), ``audit`` (replica detection with the holdout baseline), ``attack`` (membership
-inference), ``quality`` (fidelity and utility); the mitigation steps ``augment`` and ``dynamiccut``
+inference), ``quality`` (fidelity and utility), ``risk`` (the WP29 risks: singling out, linkability,
+inference); the mitigation steps ``augment`` and ``dynamiccut``
 (placed by a ``[[mitigations]]`` entry, :mod:`.mitigation`).
 """
 

@@ -188,6 +188,7 @@ STEPS: Registry[type[Step]] = Registry(
         "tabmem.studies.steps.audit",
         "tabmem.studies.steps.attack",
         "tabmem.studies.steps.quality",
+        "tabmem.studies.steps.risk",
         "tabmem.studies.steps.mitigation",
     ),
 )
