@@ -263,5 +263,7 @@ def test_the_demo_ends_with_the_release_check_and_its_report_agrees(demo_run):
             (j.rule.id, j.status) for j in card.for_source(cell.name)
         ]
         assert v.badge.replace("'", "&#39;") in page
+    headline = page.split('<p class="headline">', 1)[1].split("</p>", 1)[0]
+    assert headline.startswith("1 of 3 synthetic tables fail the standard policy")  # not "3 of 3 ... leak" (issue 23)
     control = card.for_source("diabetes/noisy-resample/none/seed=0")
     assert {j.rule.id for j in control if j.status == "fail"} >= {"exact-copies", "replicas", "membership-auc"}
