@@ -18,7 +18,7 @@ import pandas as pd
 from tabmem.data.schema import Schema
 from tabmem.neighbors import NeighborIndex
 
-__all__ = ["count_links", "nearest", "sub_schema"]
+__all__ = ["count_links", "fit_index", "nearest", "query", "random_links", "sub_schema"]
 
 
 def sub_schema(schema: Schema, columns: Sequence[str]) -> Schema:
@@ -29,14 +29,23 @@ def sub_schema(schema: Schema, columns: Sequence[str]) -> Schema:
     )
 
 
+def fit_index(synthetic: pd.DataFrame, schema: Schema, columns: Sequence[str], n_jobs: int | None) -> NeighborIndex:
+    """An exact Gower index of the synthetic rows on ``columns`` (fitted once, queried for train and control)."""
+    sub = sub_schema(schema, columns)
+    return NeighborIndex("gower", n_jobs=n_jobs).fit(synthetic[list(sub.columns)], sub)
+
+
+def query(index: NeighborIndex, targets: pd.DataFrame, k: int) -> np.ndarray:
+    """The ``k`` nearest indexed rows of every target (``(n_targets, k)`` positions)."""
+    idx, _ = index.kneighbors(targets[list(index.schema_.columns)], k=min(k, index.n_reference_))
+    return idx
+
+
 def nearest(
     synthetic: pd.DataFrame, targets: pd.DataFrame, schema: Schema, columns: Sequence[str], k: int, n_jobs: int | None
 ) -> np.ndarray:
     """The ``k`` nearest synthetic rows of every target on ``columns`` (Gower; ``(n_targets, k)`` positions)."""
-    sub = sub_schema(schema, columns)
-    index = NeighborIndex("gower", n_jobs=n_jobs).fit(synthetic[list(sub.columns)], sub)
-    idx, _ = index.kneighbors(targets[list(sub.columns)], k=min(k, len(synthetic)))
-    return idx
+    return query(fit_index(synthetic, schema, columns, n_jobs), targets, k)
 
 
 def count_links(idx_0: np.ndarray, idx_1: np.ndarray) -> int:
