@@ -123,11 +123,11 @@ def _linkability(
     n_jobs: int | None,
 ) -> RiskEstimate:
     rng = _rng(seed, "linkability")
-    index_0, index_1 = fit_index(syn, schema, aux[0], n_jobs), fit_index(syn, schema, aux[1], n_jobs)
+    index_0, index_1 = (fit_index(syn, schema, cols, n_jobs, n_neighbors) for cols in aux)
 
     def links(real: pd.DataFrame) -> tuple[int, int]:
         targets = real.iloc[_sample(len(real), n_attacks, rng)]
-        return len(targets), count_links(query(index_0, targets, n_neighbors), query(index_1, targets, n_neighbors))
+        return len(targets), count_links(query(index_0, targets), query(index_1, targets))
 
     n_train, n_success = links(train)
     n_ctrl, n_control = links(control)
@@ -167,7 +167,7 @@ def _inference(
     def successes(real: pd.DataFrame) -> tuple[int, int]:
         targets = real.iloc[_sample(len(real), n_attacks, rng)]
         if index is not None:
-            idx = query(index, targets, 1)[:, 0]
+            idx = query(index, targets)[:, 0]
         else:  # a one-column table: nothing to match on, the first synthetic row
             idx = np.zeros(len(targets), dtype=np.int64)
         guesses = truth.iloc[idx].reset_index(drop=True)
