@@ -20,10 +20,11 @@ trained on. As in anonymeter (Giomi et al., PoPETs 2023):
   model ``norm · P(n, w_eff)`` fitted to the successes on control subsamples
   (Cohen & Nissim's ``P(n, w) = ∫ n w (1 - w)^(n-1)``).
 
-Queries are evaluated without a query engine: every column is sorted once (numerical values)
-or grouped by code (categorical values), so a term's matching rows are a slice found by
-``searchsorted``; a conjunction is checked only on the rows of its most selective term.
-A missing value matches no comparison, only ``is null``.
+Queries are evaluated in batches without a query engine: every column (numerical values,
+categorical codes) is sorted once, so a term's matching rows are one or two slices of the sort
+order found by ``searchsorted``; a conjunction is checked only on the rows of its most selective
+term, and "matches exactly one row" first on that term's first 64 rows (two matches there
+settle it). A missing value matches no comparison, only ``is null``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,17 @@ import pandas as pd
 
 from tabmem.data.schema import Schema
 
-__all__ = ["Coded", "Term", "count_queries", "multivariate_queries", "random_queries", "univariate_queries"]
+__all__ = [
+    "Coded",
+    "Term",
+    "control_correction",
+    "count_queries",
+    "count_singling_out",
+    "multivariate_queries",
+    "random_queries",
+    "univariate_queries",
+    "vocabulary",
+]
 
 #: a query term: (column position, operator, value); operators eq ne lt le gt ge null notnull
 Term = tuple[int, str, float]
