@@ -7,7 +7,7 @@ script as a subprocess (``tests/risk/test_anonymeter_reference.py``, ``benchmark
 
 ``CONFIG.json``: ``{"train": csv, "synthetic": csv, "control": csv, "numerical": [...],
 "categorical": [...], "secrets": [...], "aux": [[...], [...]], "n_attacks": int, "n_cols": int,
-"n_neighbors": int, "confidence": float, "seed": int, "attacks": [...]}`` (``attacks`` a subset of
+"n_neighbors": int, "confidence": float, "seed": int, "attacks": [...], "n_jobs": int, "warmup": bool}`` (``attacks`` a subset of
 ``singling_out_univariate``, ``singling_out_multivariate``, ``linkability``, ``inference``; default
 all). ``OUT.json``: per attack ``risk``, ``risk_ci``, the three rates with their intervals and
 ``seconds``; inference per secret column. No tabmem import: this interpreter has none.
@@ -65,6 +65,11 @@ def main(config_path: str, out_path: str) -> None:
         out["versions"]["anonymeter"] = version("anonymeter")
     except Exception:  # noqa: BLE001 - informational only
         pass
+    if cfg.get("warmup"):  # compile numba's distance kernels before any timing (benchmarks)
+        from anonymeter.neighbors.mixed_types_kneighbors import MixedTypeKNeighbors
+
+        small = train.head(20)
+        MixedTypeKNeighbors(n_neighbors=1, n_jobs=1).fit(small).kneighbors(small)
     for mode in ("univariate", "multivariate"):
         if f"singling_out_{mode}" not in attacks:
             continue

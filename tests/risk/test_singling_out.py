@@ -67,8 +67,8 @@ def test_query_counts_equal_a_naive_loop_over_rows():
         assert ours.tolist() == naive
         for width in (1, 2, 3):
             same = [q for q in queries if len(q) == width]
-            for prefix in (1, 4, 64):
-                assert coded.singles(same, prefix=prefix).tolist() == [
+            for prefixes in ((1,), (4, 16), (64, 2048)):
+                assert coded.singles(same, prefixes=prefixes).tolist() == [
                     n == 1 for n, q in zip(naive, queries) if len(q) == width
                 ]
         for q in queries[:40]:

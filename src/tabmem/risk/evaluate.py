@@ -21,7 +21,7 @@ from tabmem.data.schema import Schema, validate
 from tabmem.errors import ParameterError, TabmemError
 from tabmem.risk import singling_out as so
 from tabmem.risk.inference import correct_guesses
-from tabmem.risk.linkability import count_links, nearest, random_links
+from tabmem.risk.linkability import count_links, fit_index, query, random_links
 from tabmem.risk.summary import RiskEstimate, RiskSummary, estimate
 
 __all__ = ["default_aux", "default_secrets", "evaluate_risk"]
@@ -123,12 +123,11 @@ def _linkability(
     n_jobs: int | None,
 ) -> RiskEstimate:
     rng = _rng(seed, "linkability")
+    index_0, index_1 = (fit_index(syn, schema, cols, n_jobs, n_neighbors) for cols in aux)
 
     def links(real: pd.DataFrame) -> tuple[int, int]:
         targets = real.iloc[_sample(len(real), n_attacks, rng)]
-        idx_0 = nearest(syn, targets, schema, aux[0], n_neighbors, n_jobs)
-        idx_1 = nearest(syn, targets, schema, aux[1], n_neighbors, n_jobs)
-        return len(targets), count_links(idx_0, idx_1)
+        return len(targets), count_links(query(index_0, targets), query(index_1, targets))
 
     n_train, n_success = links(train)
     n_ctrl, n_control = links(control)
@@ -163,11 +162,12 @@ def _inference(
     aux = [c for c in schema.columns if c != secret]
     numerical = secret in schema.numerical
     truth = syn[secret].reset_index(drop=True)
+    index = fit_index(syn, schema, aux, n_jobs) if aux else None
 
     def successes(real: pd.DataFrame) -> tuple[int, int]:
         targets = real.iloc[_sample(len(real), n_attacks, rng)]
-        if aux:
-            idx = nearest(syn, targets, schema, aux, 1, n_jobs)[:, 0]
+        if index is not None:
+            idx = query(index, targets)[:, 0]
         else:  # a one-column table: nothing to match on, the first synthetic row
             idx = np.zeros(len(targets), dtype=np.int64)
         guesses = truth.iloc[idx].reset_index(drop=True)

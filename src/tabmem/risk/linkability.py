@@ -18,7 +18,7 @@ import pandas as pd
 from tabmem.data.schema import Schema
 from tabmem.neighbors import NeighborIndex
 
-__all__ = ["count_links", "nearest", "sub_schema"]
+__all__ = ["SyntheticIndex", "count_links", "fit_index", "nearest", "query", "random_links", "sub_schema"]
 
 
 def sub_schema(schema: Schema, columns: Sequence[str]) -> Schema:
@@ -29,14 +29,50 @@ def sub_schema(schema: Schema, columns: Sequence[str]) -> Schema:
     )
 
 
+class SyntheticIndex:
+    """An exact Gower index of the synthetic rows on some columns, fitted once, queried for train and control.
+
+    For ``k == 1`` rows repeated on these columns are indexed once (their first occurrence): a
+    repeat is at the same distance as its first occurrence and loses the tie to it, so the
+    answer is the same row, found among fewer (and far fewer tied) rows.
+    """
+
+    def __init__(self, synthetic: pd.DataFrame, schema: Schema, columns: Sequence[str], k: int, n_jobs: int | None):
+        sub = sub_schema(schema, columns)
+        self.columns = list(sub.columns)
+        self.k = min(k, len(synthetic))
+        table = synthetic[self.columns]
+        if self.k == 1:
+            first = ~table.duplicated().to_numpy()
+            self.positions: np.ndarray | None = np.flatnonzero(first)
+            table = table.iloc[self.positions]
+        else:
+            self.positions = None
+        self.index = NeighborIndex("gower", n_jobs=n_jobs).fit(table, sub)
+
+    def query(self, targets: pd.DataFrame) -> np.ndarray:
+        """The ``k`` nearest synthetic rows of every target (``(n_targets, k)`` positions in the synthetic table)."""
+        idx, _ = self.index.kneighbors(targets[self.columns], k=self.k)
+        return idx if self.positions is None else self.positions[idx]
+
+
+def fit_index(
+    synthetic: pd.DataFrame, schema: Schema, columns: Sequence[str], n_jobs: int | None, k: int = 1
+) -> SyntheticIndex:
+    """:class:`SyntheticIndex` of ``synthetic`` on ``columns`` for ``k`` neighbours."""
+    return SyntheticIndex(synthetic, schema, columns, k, n_jobs)
+
+
+def query(index: SyntheticIndex, targets: pd.DataFrame) -> np.ndarray:
+    """The indexed synthetic rows nearest to every target (``(n_targets, k)``)."""
+    return index.query(targets)
+
+
 def nearest(
     synthetic: pd.DataFrame, targets: pd.DataFrame, schema: Schema, columns: Sequence[str], k: int, n_jobs: int | None
 ) -> np.ndarray:
     """The ``k`` nearest synthetic rows of every target on ``columns`` (Gower; ``(n_targets, k)`` positions)."""
-    sub = sub_schema(schema, columns)
-    index = NeighborIndex("gower", n_jobs=n_jobs).fit(synthetic[list(sub.columns)], sub)
-    idx, _ = index.kneighbors(targets[list(sub.columns)], k=min(k, len(synthetic)))
-    return idx
+    return query(fit_index(synthetic, schema, columns, n_jobs, k), targets)
 
 
 def count_links(idx_0: np.ndarray, idx_1: np.ndarray) -> int:

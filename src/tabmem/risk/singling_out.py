@@ -20,10 +20,11 @@ trained on. As in anonymeter (Giomi et al., PoPETs 2023):
   model ``norm · P(n, w_eff)`` fitted to the successes on control subsamples
   (Cohen & Nissim's ``P(n, w) = ∫ n w (1 - w)^(n-1)``).
 
-Queries are evaluated without a query engine: every column is sorted once (numerical values)
-or grouped by code (categorical values), so a term's matching rows are a slice found by
-``searchsorted``; a conjunction is checked only on the rows of its most selective term.
-A missing value matches no comparison, only ``is null``.
+Queries are evaluated in batches without a query engine: every column (numerical values,
+categorical codes) is sorted once, so a term's matching rows are one or two slices of the sort
+order found by ``searchsorted``; a conjunction is checked only on the rows of its most selective
+term, and "matches exactly one row" first on that term's first 64 rows (two matches there
+settle it). A missing value matches no comparison, only ``is null``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,17 @@ import pandas as pd
 
 from tabmem.data.schema import Schema
 
-__all__ = ["Coded", "Term", "count_queries", "multivariate_queries", "random_queries", "univariate_queries"]
+__all__ = [
+    "Coded",
+    "Term",
+    "control_correction",
+    "count_queries",
+    "count_singling_out",
+    "multivariate_queries",
+    "random_queries",
+    "univariate_queries",
+    "vocabulary",
+]
 
 #: a query term: (column position, operator, value); operators eq ne lt le gt ge null notnull
 Term = tuple[int, str, float]
@@ -152,7 +163,10 @@ class Coded:
         """
         if not queries:
             return
-        cols, ops, vals = self._arrays(queries)
+        yield from self._matches_arrays(*self._arrays(queries), prefix=prefix)
+
+    def _matches_arrays(self, cols: np.ndarray, ops: np.ndarray, vals: np.ndarray, *, prefix: int | None = None):
+        """:meth:`matches` on ``(n_queries, width)`` arrays of columns, operator codes and values."""
         q, width = cols.shape
         a, b, c, d = (x.reshape(q, width) for x in self._spans(cols.ravel(), ops.ravel(), vals.ravel()))
         sizes = (b - a) + (d - c)
@@ -213,28 +227,38 @@ class Coded:
                 out[pos] += np.bincount(qid, minlength=len(sub))
         return out
 
-    def singles(self, queries: list[Query], *, prefix: int = 64) -> np.ndarray:
+    def singles(self, queries: list[Query], *, prefixes: tuple[int, ...] = (64, 2048)) -> np.ndarray:
         """Whether each query matches exactly one row (queries of one width).
 
-        The first ``prefix`` candidates of every query are checked first: two matches there
-        settle it (most queries built from a random row match many); only the rest are
-        evaluated in full.
+        The first ``prefixes[0]`` candidates of every query are checked first: two matches there
+        settle it (most queries built from a random row match many); the undecided ones go on
+        to the next prefix, and only the rest are evaluated in full.
         """
         if not queries:
             return np.zeros(0, dtype=bool)
         if len(queries[0]) == 1:
             return self.counts(queries) == 1
-        q = len(queries)
-        seen = np.zeros(q, dtype=np.int64)
-        for qid, _ in self.matches(queries, prefix=prefix):
-            seen += np.bincount(qid, minlength=q)
-        cols, ops, vals = self._arrays(queries)
+        return self.singles_arrays(*self._arrays(queries), prefixes=prefixes)
+
+    def singles_arrays(
+        self, cols: np.ndarray, ops: np.ndarray, vals: np.ndarray, *, prefixes: tuple[int, ...] = (64, 2048)
+    ) -> np.ndarray:
+        """:meth:`singles` on ``(n_queries, width)`` arrays of columns, operator codes and values."""
+        q = len(cols)
+        out = np.zeros(q, dtype=bool)
         a, b, c, d = (x.reshape(cols.shape) for x in self._spans(cols.ravel(), ops.ravel(), vals.ravel()))
         size = ((b - a) + (d - c)).min(axis=1)
-        out = (seen == 1) & (size <= prefix)
-        rest = np.flatnonzero((seen < 2) & (size > prefix))
-        if len(rest):
-            out[rest] = self.counts([queries[i] for i in rest.tolist()]) == 1
+        todo = np.flatnonzero(size > 0)
+        for prefix in (*prefixes, None):
+            if not len(todo):
+                break
+            seen = np.zeros(len(todo), dtype=np.int64)
+            for qid, _ in self._matches_arrays(cols[todo], ops[todo], vals[todo], prefix=prefix):
+                seen += np.bincount(qid, minlength=len(todo))
+            complete = np.ones(len(todo), dtype=bool) if prefix is None else size[todo] <= prefix
+            decided = (seen >= 2) | complete
+            out[todo[decided]] = seen[decided] == 1
+            todo = todo[~decided]
         return out
 
     def rows(self, query: Query) -> np.ndarray:
@@ -316,7 +340,7 @@ def multivariate_queries(
         ]
     )
     numeric = np.asarray(syn.numeric, dtype=bool)
-    op_names = np.array(["eq", "ge", "le", "null"], dtype=object)
+    op_codes = np.array([_OP_CODE[o] for o in ("eq", "ge", "le", "null")], dtype=np.int64)
     out: list[Query] = []
     seen: set[Query] = set()
     attempts = 0
@@ -328,9 +352,15 @@ def multivariate_queries(
         kind = np.where(numeric[cols], np.where(v > medians[cols], 1, 2), 0)  # eq for categoricals
         kind[np.isnan(v)] = 3
         v = np.where(np.isnan(v), 0.0, v)
-        ops = op_names[kind]
-        batch = [tuple(zip(c, o, x)) for c, o, x in zip(cols.tolist(), ops.tolist(), v.tolist())]
-        _singling_out(syn, batch, n_queries, seen, out)
+        ops = op_codes[kind]
+        for i in np.flatnonzero(syn.singles_arrays(cols, ops, v)).tolist():
+            query = tuple((int(j), _OPS[o], float(x)) for j, o, x in zip(cols[i], ops[i], v[i]))
+            if query in seen:  # terms are in column order already: the query is its own key
+                continue
+            seen.add(query)
+            out.append(query)
+            if len(out) >= n_queries:
+                break
         attempts += size
     return out, attempts
 
