@@ -162,8 +162,9 @@ def exact_copy_sentence(audit: Audit | None) -> tuple[bool, str] | None:
     the excess (found: it lies above 0); None without a holdout."""
     if audit is None:
         return None
+    summary = audit.summary if isinstance(audit, Audit) else audit  # a summary mapping is read the same way
     fig = next(
-        (f for f in figures_of(Measured("", audits={"": audit.summary})) if f.name == "memorization.exact_copy_excess"),
+        (f for f in figures_of(Measured("", audits={"": summary})) if f.name == "memorization.exact_copy_excess"),
         None,
     )
     if fig is None or fig.value is None:
