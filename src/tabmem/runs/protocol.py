@@ -50,6 +50,7 @@ __all__ = [
     "kinds_in",
     "flag_text",
     "TRAIN_RUN",
+    "TRACK_RUN",
     "AUDIT_RUN",
     "ATTACK_RUN",
     "DYNAMICCUT_RUN",
@@ -80,6 +81,9 @@ class RunKind:
     signature: tuple[str, ...] = ()  # names or patterns only this run type writes: they identify it
     config_keys: tuple[str, ...] = ()  # keys its config file always has (identifies a run with no signature file yet)
     proof: str | None = None  # the JSON file holding config_keys, when it is not the config file (a summary)
+    #: the run type whose signature files this one also writes (a track run holds a training run's
+    #: ``tracking/``): where this run type's own signature is found, those files are its own
+    extends: str | None = None
 
     def found_in(self, path: str | os.PathLike) -> list[str]:
         """The signature files of this run type in directory ``path`` (empty: not this run type)."""
@@ -169,6 +173,17 @@ RISK_RUN = RunKind(
     config_keys=("singling_out_univariate", "singling_out_multivariate", "linkability", "inference"),
     proof="summary.json",
 )
+#: synthetic snapshots of any generator tracked into a training run's files (``tabmem track``):
+#: no model, checkpoint or history; ``snapshots.csv`` (the files, their epochs and hashes) identifies it
+TRACK_RUN = RunKind(
+    "track",
+    ("config.json", "snapshots.csv", "tracking", "synthetic.csv", "records.csv", "summary.json", "dynamics.json",
+     "trajectories.csv"),
+    progress="tracking",
+    signature=("snapshots.csv",),
+    config_keys=("snapshots", "fingerprint"),
+    extends="training",
+)  # fmt: skip
 #: a study directory (its writer lock; cells resume step by step)
 STUDY_RUN = RunKind(
     "study",
@@ -178,13 +193,24 @@ STUDY_RUN = RunKind(
 )
 #: every run type that writes a directory of its own (the ones with a signature are recognised)
 RUN_KINDS = (
-    TRAIN_RUN, AUDIT_RUN, ATTACK_RUN, DYNAMICCUT_RUN, SHADOWS_RUN, QUALITY_RUN, AUGMENT_RUN, RISK_RUN, STUDY_RUN
+    TRAIN_RUN, TRACK_RUN, AUDIT_RUN, ATTACK_RUN, DYNAMICCUT_RUN, SHADOWS_RUN, QUALITY_RUN, AUGMENT_RUN, RISK_RUN,
+    STUDY_RUN,
 )  # fmt: skip
 
 
 def kinds_in(path: str | os.PathLike) -> list[RunKind]:
-    """The run types whose signature files are in directory ``path``."""
-    return [k for k in RUN_KINDS if k.found_in(path)]
+    """The run types whose signature files are in directory ``path`` (a run type that another found
+    one ``extends`` counts only for signature files that the extending run type does not own)."""
+    found = [k for k in RUN_KINDS if k.found_in(path)]
+    kinds = []
+    for kind in found:
+        own = kind.found_in(path)
+        for other in found:
+            if other.extends == kind.name:
+                own = [n for n in own if not RunDirectory(path, other)._owns(n)]
+        if own:
+            kinds.append(kind)
+    return kinds
 
 
 def check_out_file(path: str | os.PathLike, option: str = "path") -> Path:
