@@ -27,6 +27,7 @@ kept) and accepts snapshots added since, when the old ones are unchanged (same f
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import os
@@ -39,7 +40,6 @@ from typing import Any
 import pandas as pd
 
 from tabmem._io import read_frame, reading, write_frame, write_json
-from tabmem.data.fingerprint import table_fingerprint
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError, name_setting
 from tabmem.memorization.tracker import MemorizationTracker
@@ -47,7 +47,7 @@ from tabmem.neighbors.distances import DEFAULT_DISTANCE
 from tabmem.runs.protocol import TRACK_RUN, RunDirectory, flag_text
 from tabmem.runs.train import Warnings, final_audit, validated_tables, write_dynamics
 
-__all__ = ["Snapshot", "find_snapshots", "track_to_dir", "TRACK_RUN", "SNAPSHOT_SUFFIXES"]
+__all__ = ["Snapshot", "TrackRun", "find_snapshots", "track_to_dir", "TRACK_RUN", "SNAPSHOT_SUFFIXES"]
 
 #: what a snapshot file may end in
 SNAPSHOT_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -132,6 +132,136 @@ def _read_snapshot(read: Callable[[Path], pd.DataFrame], snap: Snapshot) -> pd.D
     return frame
 
 
+class TrackRun:
+    """A track run written as snapshots arrive: :func:`track_to_dir` for files, the Hugging Face callback
+    (:mod:`tabmem.integrations.huggingface`) for tables sampled during training.
+
+    ``TrackRun(train, schema, out_dir, ...)`` validates the tables and fits the replica detector;
+    :meth:`check` validates a snapshot before anything is written; :meth:`open` takes the writer lock,
+    writes ``config.json`` (refusing or resuming a run there, as every run type does) and opens
+    ``tracking/`` (returning the last epoch already scored); :meth:`observe` scores one snapshot;
+    :meth:`close` writes the final audit of the last one, ``dynamics.json`` and ``summary.json`` and
+    releases the lock (:meth:`abort` releases it without them)."""
+
+    def __init__(
+        self,
+        train: pd.DataFrame,
+        schema: Schema,
+        out_dir: str | os.PathLike,
+        *,
+        holdout: pd.DataFrame | None = None,
+        distance: str = DEFAULT_DISTANCE,
+        generator: str = "external",
+        seed: int = 0,
+        q: float = 0.10,
+        source: dict[str, Any] | None = None,
+        duplicates: str = "papers",
+        on_warning: Callable[[str], None] | None = None,
+        evidence: bool = True,
+    ) -> None:
+        self.table, self.holdout = validated_tables(train, holdout, schema)
+        self.schema, self.generator, self.seed, self.q = schema, generator, int(seed), q
+        self.distance, self.duplicates, self.evidence, self.source = distance, duplicates, evidence, source or {}
+        self.tracker = MemorizationTracker(every=1, distance=distance, keep_last_sample=True, random_state=seed)
+        self.tracker.start(self.table, schema)  # fits the detector once (in memory until open)
+        self.run = RunDirectory(out_dir, TRACK_RUN)
+        self.warn = Warnings(on_warning)
+        self.manifest = pd.DataFrame(columns=["epoch", "file", "sha256", "bytes"])
+        self._lock: contextlib.ExitStack | None = None
+        self._last_name = "synthetic"
+
+    @property
+    def path(self) -> Path:
+        return self.run.path
+
+    def check(self, synthetic: pd.DataFrame, name: str) -> None:
+        """Validate a snapshot against the training table (columns, values, categories): one error naming it."""
+        self.tracker.detector_.validate(synthetic, name=name)
+
+    def open(
+        self,
+        snapshots: Any,
+        manifest: pd.DataFrame | None = None,
+        *,
+        resume: bool = False,
+        overwrite: bool = False,
+    ) -> int:
+        """Lock the directory, write ``config.json`` (``snapshots``: what the run scores, JSON) and
+        ``snapshots.csv`` (``manifest``), open ``tracking/``; returns the last epoch already scored (0: none)."""
+        if resume and overwrite:
+            raise TabmemError(flag_text("resume", "overwrite") + " exclude each other")
+        config = {"model": self.generator, "seed": self.seed, "distance": self.distance,
+                  "duplicates": self.duplicates, "holdout": self.holdout is not None,
+                  "fingerprint": self.tracker.fingerprint_, "n_train": len(self.table), "snapshots": snapshots,
+                  "source": self.source, "schema": self.schema.to_dict()}  # fmt: skip
+        stack = contextlib.ExitStack()
+        stack.enter_context(self.run.lock())
+        try:
+            resuming = self.run.start(config, resume=resume, overwrite=overwrite, compare=_settings_differ,
+                                      warn=self.warn)  # fmt: skip
+            if manifest is not None:
+                self.manifest = manifest.reset_index(drop=True)
+            write_frame(self.path / "snapshots.csv", self.manifest)
+            done = _done_epoch(self.path, self.manifest) if resuming else 0
+            self.tracker.path = self.path / "tracking"
+            self.tracker.start(self.table, self.schema, start_epoch=done)  # the same table: the detector is kept
+        except BaseException:
+            stack.close()
+            raise
+        self._lock = stack
+        return done
+
+    def observe(self, epoch: int, synthetic: pd.DataFrame, *, name: str, file: str | None = None) -> dict[str, Any]:
+        """Score ``synthetic`` as tracked epoch ``epoch`` (``file``: a snapshot file to list in snapshots.csv
+        when the run's manifest does not hold it yet)."""
+        if self._lock is None:
+            raise TabmemError("TrackRun: open() the run directory first")
+        row = self.tracker.observe(epoch, synthetic, name=name)
+        self._last_name = name
+        if file is not None and int(epoch) not in set(self.manifest["epoch"].astype(int)):
+            p = Path(file)
+            entry = {"epoch": int(epoch), "file": str(p), "sha256": _sha256(p), "bytes": p.stat().st_size}
+            self.manifest = pd.concat([self.manifest, pd.DataFrame([entry])], ignore_index=True)
+            write_frame(self.path / "snapshots.csv", self.manifest)
+        return row
+
+    def close(self, last: tuple[pd.DataFrame, str] | None = None) -> dict[str, Any]:
+        """The final audit of the last snapshot (``last``: its table and name, when the tracker did not just
+        score it: a resumed run), ``dynamics.json`` and ``summary.json``; releases the lock. Returns the summary."""
+        if self._lock is None:
+            raise TabmemError("TrackRun: open() the run directory first")
+        try:
+            tracker = self.tracker
+            if not tracker.epochs_:
+                raise TabmemError(f"{str(self.path)!r}: no snapshot was scored, so there is no final audit")
+            if last is None and tracker.last_sample_ is not None:
+                synthetic, result, name = tracker.last_sample_, tracker.last_result_, self._last_name
+            elif last is not None:
+                (synthetic, name), result = last, None
+            else:
+                raise TabmemError(f"{str(self.path)!r}: the last snapshot's table is needed for the final audit")
+            summary, counts = final_audit(self.path, synthetic, result, self.table, self.schema, tracker,
+                                          self.holdout, distance=self.distance, seed=self.seed,
+                                          duplicates=self.duplicates, evidence=self.evidence, name=name)  # fmt: skip
+            epochs = [int(e["epoch"]) for e in tracker.epochs_]
+            summary.update(model=self.generator, epochs=epochs[-1], seed=self.seed, n_train=len(self.table),
+                           n_snapshots=len(epochs), train_seconds=None, final_loss=None)  # fmt: skip
+            for message in summary.get("warnings", []):
+                self.warn(message)
+            summary["warnings"] = self.warn.messages
+            write_dynamics(self.path, tracker, summary, counts, self.q)
+            write_json(self.path / "summary.json", summary)
+            return summary
+        finally:
+            self.abort()
+
+    def abort(self) -> None:
+        """Release the writer lock (the files written so far stay: ``resume`` continues them)."""
+        if self._lock is not None:
+            lock, self._lock = self._lock, None
+            lock.close()
+
+
 def track_to_dir(
     train: pd.DataFrame,
     schema: Schema,
@@ -164,11 +294,10 @@ def track_to_dir(
     if read is None:
         from tabmem.data.io import read_table as read
     found = find_snapshots(snapshots)
-    table, holdout = validated_tables(train, holdout, schema)
-    tracker = MemorizationTracker(every=1, distance=distance, path=None, keep_last_sample=True, random_state=seed)
-    tracker.start(table, schema)  # fits the detector once; every snapshot is checked before anything is written
+    track = TrackRun(train, schema, out_dir, holdout=holdout, distance=distance, generator=generator, seed=seed,
+                     q=q, source=source, duplicates=duplicates, on_warning=on_warning, evidence=evidence)  # fmt: skip
     for snap in found:
-        tracker.detector_.validate(_read_snapshot(read, snap), name=f"snapshot {str(snap.path)!r}")
+        track.check(_read_snapshot(read, snap), _name(snap))
     manifest = pd.DataFrame(
         {
             "epoch": [s.epoch for s in found],
@@ -177,38 +306,22 @@ def track_to_dir(
             "bytes": [s.path.stat().st_size for s in found],
         }
     )
-    fingerprint = table_fingerprint(table)
-    config = {"model": generator, "seed": int(seed), "distance": distance, "duplicates": duplicates,
-              "holdout": holdout is not None, "fingerprint": fingerprint, "n_train": len(table),
-              "snapshots": manifest[["epoch", "file", "sha256"]].to_dict("records"),
-              "source": source or {}, "schema": schema.to_dict()}  # fmt: skip
-    run = RunDirectory(out_dir, TRACK_RUN)
-    warn = Warnings(on_warning)
-    with run.lock():
-        resuming = run.start(config, resume=resume, overwrite=overwrite, compare=_settings_differ, warn=warn)
-        write_frame(run.path / "snapshots.csv", manifest)
-        done = _done_epoch(run.path, manifest) if resuming else 0
-        tracker.path = run.path / "tracking"
-        tracker.start(table, schema, start_epoch=done)  # the detector is kept (same table); the store opens
+    snapshots_config = manifest[["epoch", "file", "sha256"]].to_dict("records")
+    done = track.open(snapshots_config, manifest, resume=resume, overwrite=overwrite)
+    try:
         for snap in found:
             if snap.epoch > done:
-                tracker.observe(snap.epoch, _read_snapshot(read, snap), name=f"snapshot {str(snap.path)!r}")
-        last = found[-1]
-        if tracker.epochs_ and tracker.epochs_[-1]["epoch"] == last.epoch and tracker.last_sample_ is not None:
-            synthetic, result = tracker.last_sample_, tracker.last_result_
-        else:  # a resumed run that had scored every snapshot: read the last one again
-            synthetic, result = _read_snapshot(read, last), None
-        summary, counts = final_audit(run.path, synthetic, result, table, schema, tracker, holdout, distance=distance,
-                                      seed=seed, duplicates=duplicates, evidence=evidence,
-                                      name=f"snapshot {str(last.path)!r}")  # fmt: skip
-        summary.update(model=generator, epochs=int(last.epoch), seed=int(seed), n_train=len(table),
-                       n_snapshots=len(found), train_seconds=None, final_loss=None)  # fmt: skip
-        for message in summary.get("warnings", []):
-            warn(message)
-        summary["warnings"] = warn.messages
-        write_dynamics(run.path, tracker, summary, counts, q)
-        write_json(run.path / "summary.json", summary)
-    return summary
+                track.observe(snap.epoch, _read_snapshot(read, snap), name=_name(snap))
+    except BaseException:
+        track.abort()
+        raise
+    last = found[-1]
+    scored_last = track.tracker.epochs_ and track.tracker.epochs_[-1]["epoch"] == last.epoch and done < last.epoch
+    return track.close(None if scored_last else (_read_snapshot(read, last), _name(last)))
+
+
+def _name(snap: Snapshot) -> str:
+    return f"snapshot {str(snap.path)!r}"
 
 
 def _settings_differ(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
