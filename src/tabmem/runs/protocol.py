@@ -77,6 +77,7 @@ class RunKind:
     name: str
     files: tuple[str, ...]  # names or glob patterns ("[0-9][0-9][0-9]")
     progress: str = "checkpoint.pt"  # a name or glob pattern
+    progress_name: str = "checkpoint"  # what the progress marker is, in messages
     config: str | None = "config.json"  # None: the settings live a level up
     signature: tuple[str, ...] = ()  # names or patterns only this run type writes: they identify it
     config_keys: tuple[str, ...] = ()  # keys its config file always has (identifies a run with no signature file yet)
@@ -180,6 +181,7 @@ TRACK_RUN = RunKind(
     ("config.json", "snapshots.csv", "tracking", "synthetic.csv", "records.csv", "summary.json", "dynamics.json",
      "trajectories.csv"),
     progress="tracking",
+    progress_name="scored snapshot",
     signature=("snapshots.csv",),
     config_keys=("snapshots", "fingerprint"),
     extends="training",
@@ -398,7 +400,7 @@ class RunDirectory:
             if has_run:
                 if warn is not None:
                     warn(
-                        f"no checkpoint yet in {str(out)!r} (the run stopped before its first one): "
+                        f"no {kind.progress_name} yet in {str(out)!r} (the run stopped before its first one): "
                         "starting from scratch"
                     )
                 self.remove()
@@ -406,8 +408,8 @@ class RunDirectory:
             staged = kind.progress == kind.config  # each stage resumes itself: no checkpoint of the run's own
             state = f"a {kind.name} run"
             if not staged and not marker.exists():
-                state += " that stopped before its first checkpoint"
-            scratch = "" if staged else " (from scratch when there is no checkpoint)"
+                state += f" that stopped before its first {kind.progress_name}"
+            scratch = "" if staged else f" (from scratch when there is no {kind.progress_name})"
             raise TabmemError(
                 f"{str(out)!r} already holds {state}: pass {flag_text('resume')} to continue it{scratch} or "
                 f"{flag_text('overwrite')} to start again, or choose another output directory"
