@@ -173,6 +173,19 @@ def test_bad_sample_fn_and_a_missing_transformers(tmp_path, monkeypatch):
 
     with pytest.raises(TabmemError, match="sample_fn must be a function"):
         MemorizationCallback(_table(), "not a function")
+    # a table the training schema refuses: one error naming the epoch, the lock released, nothing written for it
+    table = _table()
+    codec = CharCodec(table)
+    model = _model(codec)
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "hf"), num_train_epochs=1, per_device_train_batch_size=8, use_cpu=True,
+        report_to="none", save_strategy="no", logging_strategy="no", disable_tqdm=True,
+    )  # fmt: skip
+    bad = MemorizationCallback(table, lambda n, seed: table.drop(columns=["c"]).head(n), out_dir=tmp_path / "run")
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=RowsDataset(codec, table), callbacks=[bad])
+    with pytest.raises(TabmemError, match=r"sample_fn \(epoch 1\) table: missing column\(s\): 'c'"):
+        trainer.train()
+    assert not (tmp_path / "run" / ".lock").exists() and not (tmp_path / "run" / "samples").exists()
     import subprocess
     import sys
 

@@ -155,6 +155,8 @@ class MemorizationCallback(TrainerCallback):
     # ------------------------------------------------------------ Trainer hooks
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._close_previous()
+        if not getattr(state, "is_world_process_zero", True):  # distributed training: one process tracks
+            return
         if self.out_dir is None:
             self.tracker.start(self.train, self.schema)
             return
@@ -166,6 +168,15 @@ class MemorizationCallback(TrainerCallback):
         self._run, self.tracker = run, run.tracker
 
     def on_epoch_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        if not getattr(state, "is_world_process_zero", True):
+            return
+        try:
+            self._track(args, state, model)
+        except BaseException:
+            self._close_previous()  # the lock is released; what was written stays
+            raise
+
+    def _track(self, args: Any, state: Any, model: Any) -> None:
         epoch = int(round(float(state.epoch or 0)))
         total = int(round(float(getattr(state, "num_train_epochs", None) or args.num_train_epochs)))
         if epoch < 1 or not (epoch % self.every == 0 or epoch == total):
@@ -181,7 +192,7 @@ class MemorizationCallback(TrainerCallback):
             )
         if len(synthetic) == 0:
             raise TabmemError(f"MemorizationCallback: sample_fn returned no rows at epoch {epoch}")
-        name = f"sample_fn's table at epoch {epoch}"
+        name = f"sample_fn (epoch {epoch})"
         if self._run is None:
             self.tracker.observe(epoch, synthetic, name=name)
             return

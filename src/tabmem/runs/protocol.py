@@ -175,11 +175,12 @@ RISK_RUN = RunKind(
     proof="summary.json",
 )
 #: synthetic snapshots of any generator tracked into a training run's files (``tabmem track``):
-#: no model, checkpoint or history; ``snapshots.csv`` (the files, their epochs and hashes) identifies it
+#: no model, checkpoint or history; ``snapshots.csv`` (the files, their epochs and hashes) identifies it;
+#: ``samples/`` holds the tables the Hugging Face callback sampled
 TRACK_RUN = RunKind(
     "track",
-    ("config.json", "snapshots.csv", "tracking", "synthetic.csv", "records.csv", "summary.json", "dynamics.json",
-     "trajectories.csv"),
+    ("config.json", "snapshots.csv", "tracking", "samples", "synthetic.csv", "records.csv", "summary.json",
+     "dynamics.json", "trajectories.csv"),
     progress="tracking",
     progress_name="scored snapshot",
     signature=("snapshots.csv",),
