@@ -263,6 +263,9 @@ def base_argv(command: str, files: dict[str, Path], out: Path, model: Path | Non
         return ["datasets"]
     if command == "run":
         return ["run", str(out.parent / "study.toml"), "--jobs", "1", "--out", str(out)]
+    if command == "track":  # the cases' setup writes the snapshots (cases_track.snapshots)
+        return ["track", "--train", f["train"], "--holdout", f["holdout"], "--snapshots",
+                str(out.parent / "snaps" / "synthetic_epoch*.csv"), *BRUTE_DISTANCE, "--out", str(out)]  # fmt: skip
     if command == "rank":
         return ["rank", "--run", str(out.parent / "rundir"), "--out", str(out / "ranking.csv")]
     if command == "report":

@@ -173,3 +173,37 @@ def test_bad_arguments():
             MemorizationTracker(**kwargs)
     with pytest.raises(TabmemError, match="tracker.json missing"):
         load_tracking("/nonexistent")
+
+
+def test_observe_from_any_loop_writes_what_the_callback_writes(table, tmp_path):
+    """start + observe (no callback protocol) on the samples the callback drew: the same records and epochs."""
+    df, schema = table
+    cb = MemorizationTracker(every=2, path=tmp_path / "cb", keep_samples=True)
+    get_generator("tabddpm", epochs=4, random_state=2, **TINY).fit(df, schema, callbacks=[cb])
+    assert sorted(cb.samples_) == [2, 4]
+    loop = MemorizationTracker(every=2, path=tmp_path / "loop").start(df, schema)
+    for epoch, sample in cb.samples_.items():
+        row = loop.observe(epoch, sample)
+        assert row["epoch"] == epoch and row["sample_seconds"] == 0.0
+    e_cb, r_cb, m_cb = load_tracking(tmp_path / "cb")
+    e_loop, r_loop, m_loop = load_tracking(tmp_path / "loop")
+    cols = ["epoch", "n_samples", "memorization_rate", "mem_auc", "mem_auc_trapz10", "n_replicas"]
+    pd.testing.assert_frame_equal(e_cb[cols], e_loop[cols])
+    pd.testing.assert_frame_equal(r_cb, r_loop)
+    assert m_cb["fingerprint"] == m_loop["fingerprint"] and m_cb["n_train"] == m_loop["n_train"]
+
+
+def test_observe_needs_a_bound_table_and_increasing_epochs(table):
+    df, schema = table
+    tr = MemorizationTracker()
+    with pytest.raises(TabmemError, match=r"tracker\.start\(train, schema\)"):
+        tr.observe(1, df)
+    tr.start(df, schema)
+    tr.observe(3, df.iloc[:40])
+    with pytest.raises(TabmemError, match="epoch 3 is not after the last tracked epoch 3"):
+        tr.observe(3, df)
+    with pytest.raises(TabmemError, match="epoch must be an integer"):
+        tr.observe(4.5, df)
+    with pytest.raises(TabmemError, match=r"snap\.csv table: missing column\(s\): .c."):
+        tr.observe(5, df.drop(columns=["c"]), name="snap.csv")
+    assert [e["epoch"] for e in tr.epochs_] == [3] and tr.history_.loc[0, "memorization_rate"] == 1.0

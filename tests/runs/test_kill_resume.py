@@ -3,7 +3,8 @@ where the command has it), with the files of an uninterrupted run.
 
 ``tabmem train`` has its own, finer kill tests (tests/cli/test_train_kill.py), and the study runner its
 (tests/studies/test_runner.py); here: DynamicCut (killed during its warm-up and during its retraining),
-an attack with shadow generators (killed after its first shadow) and an audit.
+an attack with shadow generators (killed after its first shadow), an audit and a track run (killed after
+its second snapshot).
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ def files(tmp_path_factory) -> dict[str, str]:
     for name, part in (("train", df.iloc[:60]), ("holdout", df.iloc[60:90]), ("population", df.iloc[90:])):
         paths[name] = str(tmp / f"{name}.csv")
         part.to_csv(paths[name], index=False)
+    (tmp / "snaps").mkdir()
+    for epoch in range(1, 9):  # snapshots of a generator that copies more training rows as it trains
+        rows = pd.concat([df.iloc[: 5 * epoch], df.iloc[90 : 90 + 60 - 5 * epoch]], ignore_index=True)
+        rows.to_csv(tmp / "snaps" / f"gen_epoch{epoch}.csv", index=False)
+    paths["snapshots"] = str(tmp / "snaps" / "gen_epoch*.csv")
     return paths
 
 
@@ -63,6 +69,18 @@ def _commands(f: dict[str, str]) -> dict[str, tuple[list[str], str, list[str]]]:
             + ["--n-shadows", "4", "--n-bootstrap", "20", "--n-jobs", "1", *TINY],
             "shadows/000/done.json",
             ["scores.csv", "risk.csv", "roc.csv", "shadows/003/synthetic.parquet"],
+        ),
+        "track": (
+            ["track", "--train", f["train"], "--holdout", f["holdout"], "--snapshots", f["snapshots"]],
+            "tracking/records/epoch=000002.parquet",
+            [
+                "records.csv",
+                "synthetic.csv",
+                "dynamics.json",
+                "trajectories.csv",
+                "snapshots.csv",
+                "tracking/records/epoch=000008.parquet",
+            ],
         ),
         "audit": (
             ["audit", "--train", f["train"], "--synthetic", f["population"], "--holdout", f["holdout"]]
@@ -96,7 +114,7 @@ def _run(argv: list[str]) -> None:
         assert not exc.code, f"tabmem {' '.join(argv)} exited with {exc.code}"
 
 
-@pytest.mark.parametrize("kind", ["dynamiccut-warmup", "dynamiccut-retrain", "attack-shadows", "audit"])
+@pytest.mark.parametrize("kind", ["dynamiccut-warmup", "dynamiccut-retrain", "attack-shadows", "audit", "track"])
 def test_a_killed_run_finishes_with_the_files_of_an_uninterrupted_one(files, tmp_path, kind):
     import torch
 
@@ -107,7 +125,7 @@ def test_a_killed_run_finishes_with_the_files_of_an_uninterrupted_one(files, tmp
         _run([*argv, "--out", str(tmp_path / "reference")])
         _kill_when(argv, tmp_path / "killed", marker)
         again = [*argv, "--out", str(tmp_path / "killed")]
-        _run(again + (["--resume"] if kind.startswith("dynamiccut") else []))
+        _run(again + (["--resume"] if kind.startswith(("dynamiccut", "track")) else []))
     finally:
         torch.set_num_threads(threads)
     for name in compared:

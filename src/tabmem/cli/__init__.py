@@ -28,6 +28,8 @@ COMMANDS: dict[str, str] = {
     "augment": "tabmem.cli.augment:augment",
     "dynamiccut": "tabmem.cli.dynamiccut:dynamiccut",
     "rank": "tabmem.cli.rank:rank",
+    "track": "tabmem.cli.track:track",
+    "prune": "tabmem.cli.prune:prune",
     "run": "tabmem.cli.run:run",
     "report": "tabmem.cli.report:report",
 }

@@ -98,7 +98,8 @@ if TYPE_CHECKING:
 @dir_option(
     "--run",
     "run_dir",
-    "Tracked `tabmem train` directory of the released generator: adds DynamicCut intensities to risk.csv.",
+    "Tracked `tabmem train` (or `tabmem track`) directory of the released generator: adds DynamicCut intensities "
+    "to risk.csv.",
     default=None,
 )
 @click.option(

@@ -1,8 +1,9 @@
-"""``tabmem rank``: rank the training records of a tracked run (``tabmem train --track-every``) and save the ranking.
+"""``tabmem rank``: rank the training records of a tracked run (``tabmem train --track-every``, ``tabmem track``) and save the ranking.
 
 A thin shell over :func:`tabmem.mitigation.rank_records`. The ranking file (``train_row, score,
 rank`` plus its ``.json`` sidecar with the training table's fingerprint) can be given to
-``tabmem dynamiccut --ranking`` for any generator trained on the same table (transfer). Prints
+``tabmem dynamiccut --ranking`` for any generator trained on the same table (transfer), or to
+``tabmem prune`` for retraining with another tool. Prints
 counts only.
 """
 
@@ -27,7 +28,7 @@ from tabmem.mitigation.ranking import RANKING_METHODS, RANKING_SUFFIXES
 @dir_option(
     "--run",
     "run_dir",
-    "A `tabmem train` run directory with tracking (or its tracking/ directory).",
+    "A tracked run directory (`tabmem train --track-every`, `tabmem track`) or its tracking/ directory.",
     exists=True,
     path_type=Path,
     required=True,

@@ -13,6 +13,13 @@ Per tracked epoch e and training record x_r it stores (DynamicCut's definitions)
 
 and per epoch the table's memorization rate, Mem-AUC (exact and the papers' trapz10) and timings.
 
+Any training loop can feed it, without the callback protocol: ``tracker.start(train, schema)``
+binds it to the training table, then ``tracker.observe(epoch, synthetic)`` scores a table the
+generator made after that epoch (``tabmem track`` does this for snapshot files, the Hugging Face
+callback :mod:`tabmem.integrations.huggingface` for a ``transformers.Trainer``). The callback path
+is the same code: ``on_fit_start`` binds the generator's training table and ``on_epoch_end`` samples
+and calls :meth:`MemorizationTracker.observe`.
+
 Measuring never changes what is measured: sampling goes through ``gen.sample`` (eval mode,
 private RNG, all states restored); the test suite checks that the final weights are identical
 with and without the tracker.
@@ -34,11 +41,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabmem._checks import check_positive_int, check_random_state
+from tabmem._checks import check_int, check_positive_int, check_random_state
 from tabmem._io import read_frame, read_json, reading, write_frame, write_json
 from tabmem.callbacks import Callback
 from tabmem.callbacks import TrainingRun as TabularGenerator
-from tabmem.errors import TabmemError
+from tabmem.data.fingerprint import table_fingerprint
+from tabmem.data.schema import Schema, ValidatedTable, raw_frame, validate
+from tabmem.errors import NotFittedError, TabmemError
 from tabmem.memorization.dynamics import TrainingDynamics
 from tabmem.memorization.replicas import ReplicaDetector, ReplicaResult
 from tabmem.memorization.store import EPOCH_COLUMNS, concat_records, load_tracking
@@ -68,6 +77,9 @@ class MemorizationTracker(Callback):
     keep_last_sample:
         Keep the synthetic table of the last tracked epoch in ``last_sample_`` (used by the CLI
         to write ``synthetic.csv`` without sampling twice).
+    keep_samples:
+        Keep every tracked epoch's synthetic table in ``samples_`` (``{epoch: table}``; memory grows
+        with the tracked epochs): what a snapshot-tracked run of the same samples reads back.
     """
 
     order = 10  # before progress bars (they show "mem_rate"), before checkpoints (order 100)
@@ -84,6 +96,7 @@ class MemorizationTracker(Callback):
         random_state: int = 0,
         track_last: bool = True,
         keep_last_sample: bool = False,
+        keep_samples: bool = False,
         n_jobs: int | None = None,
     ):
         check_positive_int("MemorizationTracker: every", every)
@@ -100,6 +113,8 @@ class MemorizationTracker(Callback):
         self.random_state = int(random_state)
         self.track_last = track_last
         self.keep_last_sample = keep_last_sample
+        self.keep_samples = keep_samples
+        self.samples_: dict[int, pd.DataFrame] = {}
         self.n_jobs = n_jobs
         self.epochs_: list[dict[str, Any]] = []
         self._records: dict[int, pd.DataFrame] = {}
@@ -107,37 +122,58 @@ class MemorizationTracker(Callback):
         self.last_result_: ReplicaResult | None = None
         self._fingerprint: str | None = None
         self.fingerprint_: str | None = None
+        self.n_train_: int | None = None
 
-    # ---------------------------------------------------------------- hooks
-    def on_fit_start(self, gen: TabularGenerator) -> None:
-        train = gen.training_table_
-        if self._fingerprint != gen.fingerprint_ or not hasattr(self, "detector_"):
-            self.detector_ = ReplicaDetector(self.distance, self.threshold, n_jobs=self.n_jobs).fit(train, gen.schema_)
-            self._fingerprint = gen.fingerprint_
-            self.holdout_memorization_rate_ = float("nan")
-            self.holdout_mem_auc_ = float("nan")
-            if self.holdout is not None:
-                hold = self.detector_.score(self.holdout, name="holdout", unseen="mismatch")
-                self.holdout_memorization_rate_ = hold.memorization_rate
-                self.holdout_mem_auc_ = hold.mem_auc
-        self.fingerprint_ = gen.fingerprint_  # identity of the tracked training table (tabmem.data.fingerprint)
-        self.n_train_ = gen.n_train_
-        start = int(gen.epoch_)
-        if self.path is not None:
-            self._open_store(start)
-        else:  # in memory: a resumed fit drops what was tracked after the checkpoint
-            self.epochs_ = [e for e in self.epochs_ if e["epoch"] <= start] if start else []
-            self._records = {e: r for e, r in self._records.items() if e <= start} if start else {}
+    # ---------------------------------------------------------------- binding and scoring
+    def start(
+        self,
+        train: pd.DataFrame | ValidatedTable,
+        schema: Schema | None = None,
+        *,
+        start_epoch: int = 0,
+    ) -> MemorizationTracker:
+        """Bind the tracker to the training table, for :meth:`observe` from any training loop.
 
-    def on_epoch_end(self, gen: TabularGenerator, epoch: int, logs: dict[str, Any]) -> bool | None:
-        last = self.track_last and epoch == int(getattr(gen, "epochs", -1))
-        if epoch % self.every != 0 and not last:
-            return None
-        t0 = time.perf_counter()
-        n = int(self.n_samples or gen.n_train_)
-        synthetic = gen.sample(n, random_state=self.sample_seed(epoch))
+        ``train`` is validated against ``schema`` (inferred when None) as a generator's ``fit``
+        validates it, so its fingerprint (``tracker.json``) is the one a tabmem generator records.
+        ``start_epoch`` > 0 resumes: tracked epochs after it are dropped from the store (a
+        training loop resumed from a checkpoint of that epoch). Returns the tracker."""
+        if schema is None:
+            schema = train.schema if isinstance(train, ValidatedTable) else Schema.infer(train)
+        table = validate(train, schema, name="training", nan="error")
+        if len(table) < 2:
+            raise TabmemError(f"MemorizationTracker: the training table needs at least 2 rows, got {len(table)}")
+        check_int("MemorizationTracker: start_epoch", start_epoch, low=0)
+        self._bind(table, schema, table_fingerprint(table), int(start_epoch))
+        return self
+
+    def observe(
+        self,
+        epoch: int,
+        synthetic: pd.DataFrame | ValidatedTable,
+        *,
+        logs: dict[str, Any] | None = None,
+        sample_seconds: float = 0.0,
+        name: str = "synthetic",
+    ) -> dict[str, Any]:
+        """Score ``synthetic`` (rows a generator made after epoch ``epoch``) as a tracked epoch.
+
+        Writes the epoch's per-record records, its line of ``epochs.csv`` (returned) and, with
+        ``logs``, adds ``mem_rate`` and ``mem_auc`` to it. Epochs must increase from one call to
+        the next; :meth:`start` (or a tabmem generator's ``fit``) binds the training table first.
+        ``name`` names the table in validation errors (a snapshot's file)."""
+        if not hasattr(self, "detector_") or getattr(self, "n_train_", None) is None:
+            raise NotFittedError(
+                "MemorizationTracker: bind it to the training table first (tracker.start(train, schema), "
+                "or pass it as a callback to a tabmem generator's fit)"
+            )
+        epoch = check_int("MemorizationTracker: epoch", epoch, low=1)
+        if self.epochs_ and epoch <= int(self.epochs_[-1]["epoch"]):
+            raise TabmemError(
+                f"MemorizationTracker: epoch {epoch} is not after the last tracked epoch {self.epochs_[-1]['epoch']}"
+            )
         t1 = time.perf_counter()
-        result = self.detector_.score(synthetic)
+        result = self.detector_.score(synthetic, name=name)
         t2 = time.perf_counter()
         counts = result.record_counts
         auc = result.record_mem_auc
@@ -151,13 +187,13 @@ class MemorizationTracker(Callback):
         )
         row = {
             "epoch": int(epoch),
-            "n_samples": n,
+            "n_samples": int(len(synthetic)),
             "memorization_rate": result.memorization_rate,
             "mem_auc": result.mem_auc,
             "mem_auc_trapz10": result.mem_auc_trapz10,
             "n_replicas": int(counts.sum()),
             "n_records_memorized": int((counts > 0).sum()),
-            "sample_seconds": t1 - t0,
+            "sample_seconds": float(sample_seconds),
             "score_seconds": t2 - t1,
         }
         self._records[int(epoch)] = records
@@ -168,10 +204,45 @@ class MemorizationTracker(Callback):
         if self.path is not None:
             self._write_epochs()
         if self.keep_last_sample:
-            self.last_sample_ = synthetic
+            self.last_sample_ = synthetic if isinstance(synthetic, pd.DataFrame) else raw_frame(synthetic)
+        if self.keep_samples:
+            self.samples_[int(epoch)] = synthetic if isinstance(synthetic, pd.DataFrame) else raw_frame(synthetic)
         self.last_result_ = result
-        logs["mem_rate"] = row["memorization_rate"]
-        logs["mem_auc"] = row["mem_auc"]
+        if logs is not None:
+            logs["mem_rate"] = row["memorization_rate"]
+            logs["mem_auc"] = row["mem_auc"]
+        return row
+
+    def _bind(self, train: ValidatedTable, schema: Schema, fingerprint: str, start: int) -> None:
+        """Fit the detector on ``train`` (once per table), open the store at epoch ``start``."""
+        if self._fingerprint != fingerprint or not hasattr(self, "detector_"):
+            self.detector_ = ReplicaDetector(self.distance, self.threshold, n_jobs=self.n_jobs).fit(train, schema)
+            self._fingerprint = fingerprint
+            self.holdout_memorization_rate_ = float("nan")
+            self.holdout_mem_auc_ = float("nan")
+            if self.holdout is not None:
+                hold = self.detector_.score(self.holdout, name="holdout", unseen="mismatch")
+                self.holdout_memorization_rate_ = hold.memorization_rate
+                self.holdout_mem_auc_ = hold.mem_auc
+        self.fingerprint_ = fingerprint  # identity of the tracked training table (tabmem.data.fingerprint)
+        self.n_train_ = int(len(train))
+        if self.path is not None:
+            self._open_store(start)
+        else:  # in memory: a resumed fit drops what was tracked after the checkpoint
+            self.epochs_ = [e for e in self.epochs_ if e["epoch"] <= start] if start else []
+            self._records = {e: r for e, r in self._records.items() if e <= start} if start else {}
+        self.samples_ = {e: r for e, r in self.samples_.items() if e <= start} if start else {}
+
+    # ---------------------------------------------------------------- callback hooks
+    def on_fit_start(self, gen: TabularGenerator) -> None:
+        self._bind(gen.training_table_, gen.schema_, gen.fingerprint_, int(gen.epoch_))
+
+    def on_epoch_end(self, gen: TabularGenerator, epoch: int, logs: dict[str, Any]) -> bool | None:
+        if not self.tracks(epoch, int(getattr(gen, "epochs", -1))):
+            return None
+        t0 = time.perf_counter()
+        synthetic = gen.sample(int(self.n_samples or gen.n_train_), random_state=self.sample_seed(epoch))
+        self.observe(epoch, synthetic, logs=logs, sample_seconds=time.perf_counter() - t0)
         return None
 
     def sample_seed(self, epoch: int) -> int:

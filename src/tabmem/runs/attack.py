@@ -382,7 +382,8 @@ def risk_ledger(
 
 
 def _intensity(run_dir: Path, members: Any, k: int) -> np.ndarray:
-    """DynamicCut intensity of every training record of a tracked run whose training table is ``members``."""
+    """DynamicCut intensity of every training record of a tracked run (``tabmem train --track-every`` or
+    ``tabmem track``) whose training table is ``members``."""
     from tabmem.data.fingerprint import table_fingerprint
     from tabmem.generators import load_generator
     from tabmem.memorization.dynamics import TrainingDynamics
@@ -392,12 +393,15 @@ def _intensity(run_dir: Path, members: Any, k: int) -> np.ndarray:
             f"{name_setting('run_dir', '--run')}: {str(run_dir)!r} holds no tracking (train with "
             f"{name_setting('track_every', '--track-every')} to get intensities)"
         )
-    gen = load_generator(run_dir)
     config = read_json(run_dir / "config.json", require=("schema",))
     with reading(run_dir / "config.json"):
         run_schema = Schema.from_dict(config["schema"])
     clean = validate(members, run_schema, name="members", extra="ignore").data
-    if getattr(gen, "fingerprint_", None) != table_fingerprint(clean):
+    # the tracked table's identity: tracker.json's (a `tabmem track` run has no model), else the model's
+    tracked = read_json(run_dir / "tracking" / "tracker.json", require=("n_train",)).get("fingerprint")
+    if tracked is None:
+        tracked = getattr(load_generator(run_dir), "fingerprint_", None)
+    if tracked != table_fingerprint(clean):
         raise TabmemError(
             f"{name_setting('run_dir', '--run')}: {str(run_dir)!r} was trained on another table than "
             f"{name_setting('members', '--members')} (fingerprints differ; the members "

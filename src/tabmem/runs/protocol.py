@@ -50,6 +50,7 @@ __all__ = [
     "kinds_in",
     "flag_text",
     "TRAIN_RUN",
+    "TRACK_RUN",
     "AUDIT_RUN",
     "ATTACK_RUN",
     "DYNAMICCUT_RUN",
@@ -76,10 +77,14 @@ class RunKind:
     name: str
     files: tuple[str, ...]  # names or glob patterns ("[0-9][0-9][0-9]")
     progress: str = "checkpoint.pt"  # a name or glob pattern
+    progress_name: str = "checkpoint"  # what the progress marker is, in messages
     config: str | None = "config.json"  # None: the settings live a level up
     signature: tuple[str, ...] = ()  # names or patterns only this run type writes: they identify it
     config_keys: tuple[str, ...] = ()  # keys its config file always has (identifies a run with no signature file yet)
     proof: str | None = None  # the JSON file holding config_keys, when it is not the config file (a summary)
+    #: the run type whose signature files this one also writes (a track run holds a training run's
+    #: ``tracking/``): where this run type's own signature is found, those files are its own
+    extends: str | None = None
 
     def found_in(self, path: str | os.PathLike) -> list[str]:
         """The signature files of this run type in directory ``path`` (empty: not this run type)."""
@@ -169,6 +174,19 @@ RISK_RUN = RunKind(
     config_keys=("singling_out_univariate", "singling_out_multivariate", "linkability", "inference"),
     proof="summary.json",
 )
+#: synthetic snapshots of any generator tracked into a training run's files (``tabmem track``):
+#: no model, checkpoint or history; ``snapshots.csv`` (the files, their epochs and hashes) identifies it;
+#: ``samples/`` holds the tables the Hugging Face callback sampled
+TRACK_RUN = RunKind(
+    "track",
+    ("config.json", "snapshots.csv", "tracking", "samples", "synthetic.csv", "records.csv", "summary.json",
+     "dynamics.json", "trajectories.csv"),
+    progress="tracking",
+    progress_name="scored snapshot",
+    signature=("snapshots.csv",),
+    config_keys=("snapshots", "fingerprint"),
+    extends="training",
+)  # fmt: skip
 #: a study directory (its writer lock; cells resume step by step)
 STUDY_RUN = RunKind(
     "study",
@@ -178,13 +196,24 @@ STUDY_RUN = RunKind(
 )
 #: every run type that writes a directory of its own (the ones with a signature are recognised)
 RUN_KINDS = (
-    TRAIN_RUN, AUDIT_RUN, ATTACK_RUN, DYNAMICCUT_RUN, SHADOWS_RUN, QUALITY_RUN, AUGMENT_RUN, RISK_RUN, STUDY_RUN
+    TRAIN_RUN, TRACK_RUN, AUDIT_RUN, ATTACK_RUN, DYNAMICCUT_RUN, SHADOWS_RUN, QUALITY_RUN, AUGMENT_RUN, RISK_RUN,
+    STUDY_RUN,
 )  # fmt: skip
 
 
 def kinds_in(path: str | os.PathLike) -> list[RunKind]:
-    """The run types whose signature files are in directory ``path``."""
-    return [k for k in RUN_KINDS if k.found_in(path)]
+    """The run types whose signature files are in directory ``path`` (a run type that another found
+    one ``extends`` counts only for signature files that the extending run type does not own)."""
+    found = [k for k in RUN_KINDS if k.found_in(path)]
+    kinds = []
+    for kind in found:
+        own = kind.found_in(path)
+        for other in found:
+            if other.extends == kind.name:
+                own = [n for n in own if not RunDirectory(path, other)._owns(n)]
+        if own:
+            kinds.append(kind)
+    return kinds
 
 
 def check_out_file(path: str | os.PathLike, option: str = "path") -> Path:
@@ -372,7 +401,7 @@ class RunDirectory:
             if has_run:
                 if warn is not None:
                     warn(
-                        f"no checkpoint yet in {str(out)!r} (the run stopped before its first one): "
+                        f"no {kind.progress_name} yet in {str(out)!r} (the run stopped before its first one): "
                         "starting from scratch"
                     )
                 self.remove()
@@ -380,8 +409,8 @@ class RunDirectory:
             staged = kind.progress == kind.config  # each stage resumes itself: no checkpoint of the run's own
             state = f"a {kind.name} run"
             if not staged and not marker.exists():
-                state += " that stopped before its first checkpoint"
-            scratch = "" if staged else " (from scratch when there is no checkpoint)"
+                state += f" that stopped before its first {kind.progress_name}"
+            scratch = "" if staged else f" (from scratch when there is no {kind.progress_name})"
             raise TabmemError(
                 f"{str(out)!r} already holds {state}: pass {flag_text('resume')} to continue it{scratch} or "
                 f"{flag_text('overwrite')} to start again, or choose another output directory"

@@ -166,7 +166,7 @@ def train_to_dir(
         raise TabmemError(flag_text("resume", "overwrite") + " exclude each other")
     gen = get_generator(model, preset=preset, dataset=dataset, **dict(params or {})).check_params()
     preset = resolve_preset(model, preset)  # recorded as resolved: None for the class defaults
-    table, holdout = _validated(train, holdout, schema)
+    table, holdout = validated_tables(train, holdout, schema)
     if stop_after is not None and not 1 <= int(stop_after) <= int(gen.epochs):
         raise TabmemError(f"stop_after must be in [1, epochs={gen.epochs}], got {stop_after!r}")
     if checkpoint_every is None:
@@ -176,7 +176,7 @@ def train_to_dir(
               "checkpoint_every": int(checkpoint_every), "source": source or {}, "schema": schema.to_dict(),
               "stop_after": None if stop_after is None else int(stop_after)}  # fmt: skip
     run = RunDirectory(out_dir, TRAIN_RUN)
-    warn = _Warnings(on_warning)
+    warn = Warnings(on_warning)
     with run.lock():
         resuming = run.start(config, resume=resume, overwrite=overwrite, compare=_settings_differ, warn=warn)
         tracker = _tracker(run.path, track_every, track_samples, distance, seed)
@@ -189,7 +189,7 @@ def train_to_dir(
         for message in summary.get("warnings", []):
             warn(message)
         summary["warnings"] = warn.messages
-        _write_dynamics(run.path, tracker, summary, counts, q)
+        write_dynamics(run.path, tracker, summary, counts, q)
         write_json(run.path / "summary.json", summary)
     return summary
 
@@ -226,7 +226,7 @@ def _fit(
     return seconds
 
 
-def _validated(train: pd.DataFrame, holdout: pd.DataFrame | None, schema: Schema) -> tuple[Any, Any]:
+def validated_tables(train: pd.DataFrame, holdout: pd.DataFrame | None, schema: Schema) -> tuple[Any, Any]:
     """The training (and holdout) table validated once, before anything is written."""
     table = validate(train, schema, name="training", nan="error")
     if len(table) < 2:
@@ -290,13 +290,35 @@ def _final_audit(
     """Write synthetic.csv and records.csv of the final model; the summary of its replicas (and the
     holdout's) and the per-record replica counts."""
     synthetic, result = _final_sample(gen, len(table), tracker, seed)
+    return final_audit(out, synthetic, result, table, schema, tracker, holdout, distance=distance, seed=seed,
+                       duplicates=duplicates, evidence=evidence)  # fmt: skip
+
+
+def final_audit(
+    out: Path,
+    synthetic: pd.DataFrame,
+    result: Any,
+    table: Any,
+    schema: Schema,
+    tracker: MemorizationTracker | None,
+    holdout: Any,
+    *,
+    distance: str,
+    seed: int,
+    duplicates: str,
+    evidence: bool,
+    name: str = "synthetic",
+) -> tuple[dict[str, Any], np.ndarray]:
+    """The final audit of a tracked run (``tabmem train``; ``tabmem track``'s last snapshot): write
+    ``synthetic`` as synthetic.csv and its records.csv; the summary of its replicas (and the holdout's)
+    and the per-record replica counts. ``result`` is the tracker's score of ``synthetic`` when it has one."""
     if tracker is not None and duplicates == "papers":
         det = tracker.detector_
     else:
         det = ReplicaDetector(distance, duplicates=duplicates).fit(table, schema)
     clean = None
     if result is None or duplicates != "papers":
-        clean = det.validate(synthetic)  # once, for the search and the distance evidence
+        clean = det.validate(synthetic, name=name)  # once, for the search and the distance evidence
         result = det.score(clean)
     write_frame(out / "synthetic.csv", synthetic)
     write_frame(out / "records.csv", result.records())
@@ -312,7 +334,7 @@ def _final_audit(
     return summary, result.record_counts
 
 
-def _write_dynamics(
+def write_dynamics(
     out: Path, tracker: MemorizationTracker | None, summary: dict[str, Any], counts: np.ndarray, q: float
 ) -> None:
     """dynamics.json and trajectories.csv of a tracked run (Top vs Non-top records)."""
@@ -325,7 +347,7 @@ def _write_dynamics(
     summary["dynamics_findings"] = comparison["findings"]
 
 
-class _Warnings:
+class Warnings:
     """Collects warnings for the summary and passes each to a callback (the command line prints them)."""
 
     def __init__(self, callback: Any = None) -> None:
