@@ -105,3 +105,24 @@ def test_tabmem_report_on_a_risk_directory(outputs, tmp_path, capsys):
     code, text = run(["report", outputs / "risk", "--out", tmp_path / "r.html"], capsys)
     assert code == 0, text
     assert SECTION in (tmp_path / "r.html").read_text()
+
+
+def test_risk_finding_states_each_risk_and_corrects_for_choosing_the_largest():
+    from tabmem.report.model import Risk
+    from tabmem.report.verdict import risk_finding
+
+    def est(risk, lo, hi):
+        return {"risk": risk, "risk_ci": [lo, hi]}
+
+    summary = {
+        "singling_out_univariate": est(0.0, 0.0, 0.01),
+        "singling_out_multivariate": est(0.03, 0.002, 0.058),  # above 0 alone, not once 4 risks are read
+        "linkability": est(0.001, 0.0, 0.004),
+        "inference": {"per_column": {"income": est(0.009, 0.0, 0.122)}},
+    }
+    f = risk_finding(Risk(summary=summary))
+    assert f.level == "ok" and "singling out 0.030 (95% CI 0.002 to 0.058)" in f.text
+    summary["linkability"] = est(0.2, 0.17, 0.24)
+    f = risk_finding(Risk(summary=summary))
+    assert f.level == "alert" and f.text.endswith("Above zero, corrected for 4 risks: linkability.")
+    assert risk_finding(None) is None

@@ -33,7 +33,7 @@ from tabmem.gate.figures import Measured
 from tabmem.gate.intervals import widen
 from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI, NO_DISCRIMINATION
 from tabmem.report.decision import measured_of
-from tabmem.report.model import Attacks, Audit, Cell, Quality
+from tabmem.report.model import Attacks, Audit, Cell, Quality, Risk
 from tabmem.report.readers import finite
 
 __all__ = [
@@ -497,6 +497,44 @@ def privacy_finding(attacks: Attacks | None) -> Finding | None:
     return Finding("Privacy audit", level, headline, text)
 
 
+RISK_LABELS = {
+    "risk.singling_out_univariate": "singling out (one column)",
+    "risk.singling_out_multivariate": "singling out",
+    "risk.linkability": "linkability",
+    "risk.inference": "inference",
+}
+
+
+def risk_finding(risk: Risk | None) -> Finding | None:
+    """The WP29 risks of ``tabmem risk`` in one line: each risk with its interval; an alert when one lies above 0
+    with its interval widened for the number of risks read (choosing the largest is corrected for)."""
+    if risk is None:
+        return None
+    figs = [f for f in figures_of(Measured("", risk=risk.summary)) if f.value is not None and f.ci is not None]
+    if not figs:
+        return Finding("Anonymisation risks", "missing", "not measured", "The risk summary holds no estimate.")
+    k = len(figs)
+    parts, found = [], []
+    for f in figs:
+        label = RISK_LABELS.get(f.name, f.name) + (f" of {f.component}" if f.component else "")
+        parts.append(f"{label} {f.value:.3f} (95% CI {fmt_ci(f.ci)})")
+        lo, _ = widen(f.value, f.ci, recorded=f.confidence, wanted=1 - (1 - f.confidence) / k)
+        if lo > 0:
+            found.append(label)
+    text = (
+        "WP29 risks (anonymeter's definitions: success on training rows beyond the control rows', 0 = no more "
+        "than about anyone): " + "; ".join(parts) + "."
+    )
+    if found:
+        return Finding(
+            "Anonymisation risks",
+            "alert",
+            "above zero",
+            f"{text} Above zero, corrected for {k} risks: {', '.join(found)}.",
+        )
+    return Finding("Anonymisation risks", "ok", "none above zero", text)
+
+
 def fidelity_finding(quality: Quality | None) -> Finding:
     if quality is None:
         return Finding("Fidelity", "missing", "not measured", "No quality metrics in this cell.")
@@ -570,7 +608,8 @@ def cell_verdict(cell: Cell, policy: Policy | None = None) -> CellVerdict:
     findings = [mem, att, fidelity_finding(cell.quality), utility_finding(cell.quality)]
     evidence = evidence_finding(cell.audit) if cell.audit is not None else None
     privacy = privacy_finding(cell.attacks)
-    findings += [f for f in (evidence, privacy) if f is not None]
+    risks = risk_finding(cell.risk)
+    findings += [f for f in (evidence, privacy, risks) if f is not None]
     judgements = list(evaluate(policy, [measured_of(cell)]).judgements)
     level, badge = policy_badge(policy.name, judgements)
     if cell.status not in ("done", "ok", "finished", "success"):
