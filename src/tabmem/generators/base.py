@@ -637,7 +637,9 @@ GENERATORS: Registry[type[TabularGenerator]] = Registry(
         "ctgan": "tabmem.generators.ctgan",
         "llm": "tabmem.generators.llm",
         "noisy_resample": "tabmem.generators.baselines",
+        "realtabformer": "tabmem.generators.ext_realtabformer",
     },
+    extras={"realtabformer": "realtabformer"},
 )
 register_generator = GENERATORS.register
 
