@@ -127,3 +127,68 @@ def test_resume_continues_close_to_an_uninterrupted_run(tracked, train, tmp_path
     a, b = _weights(gen), _weights(resumed)
     assert a.keys() == b.keys()
     assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-3
+
+
+# ------------------------------------------------------------------ the commands, end to end (tiny)
+def test_cli_train_tracked_then_sample(tmp_path, capsys):
+    from cli_run import run
+
+    out = tmp_path / "run"
+    args = ["train", "--dataset", "diabetes", "--model", "realtabformer", "--preset", "tiny", "--epochs", 2]
+    code, text = run([*args, "--track-every", 1, "--seed", 0, "--threads", 1, "--quiet", "--out", out], capsys)
+    assert code == 0, text
+    assert (out / "model.pt").is_file() and (out / "tracking" / "epochs.csv").is_file()
+    assert pd.read_csv(out / "tracking" / "epochs.csv")["epoch"].tolist() == [1, 2]
+    code, text = run(["sample", "--model", out, "--n", 30, "--seed", 1, "--out", tmp_path / "a.csv"], capsys)
+    assert code == 0, text
+    plain = pd.read_csv(tmp_path / "a.csv")
+    assert len(plain) == 30
+    code, text = run(
+        ["sample", "--model", out, "--n", 30, "--seed", 1, "--tlp", 20, "--out", tmp_path / "b.csv"], capsys
+    )
+    assert code == 0, text
+    assert not plain.equals(pd.read_csv(tmp_path / "b.csv"))
+
+
+def test_cli_dynamiccut_smoke(tmp_path, capsys):
+    from cli_run import run
+
+    args = ["dynamiccut", "--dataset", "diabetes", "--model", "realtabformer", "--preset", "tiny", "--epochs", 2]
+    code, text = run([*args, "--warmup-epochs", 1, "--track-every", 1, "--threads", 1, "--out", tmp_path], capsys)
+    assert code == 0, text
+    assert (tmp_path / "summary.json").is_file() and (tmp_path / "ranking.csv").is_file()
+
+
+def test_cli_attack_with_realtabformer_shadows_smoke(tmp_path, capsys, train):
+    from cli_run import run
+
+    df = train.sample(frac=1.0, random_state=0).reset_index(drop=True)
+    files = {}
+    for name, part in {"mem": df.iloc[:30], "non": df.iloc[30:60], "pop": df.iloc[60:100]}.items():
+        files[name] = tmp_path / f"{name}.csv"
+        part.to_csv(files[name], index=False)
+    files["syn"] = tmp_path / "syn.csv"
+    df.iloc[:30].to_csv(files["syn"], index=False)  # a released table that copies its members
+    args = ["attack", "--members", files["mem"], "--non-members", files["non"], "--synthetic", files["syn"]]
+    args += ["--population", files["pop"], "--attacks", "dcr,groundhog", "--model", "realtabformer"]
+    args += ["--preset", "tiny", "--epochs", 1, "--n-shadows", 4, "--n-bootstrap", 0, "--threads", 1]
+    code, text = run([*args, "--categorical", "sex", "--out", tmp_path / "att"], capsys)
+    assert code == 0, text
+    assert set(pd.read_csv(tmp_path / "att" / "roc.csv")["attack"]) >= {"dcr", "groundhog"}
+
+
+def test_study_generators_axis_with_tlp_sampling(tmp_path, capsys):
+    from cli_run import run
+
+    study = tmp_path / "study.toml"
+    study.write_text(
+        '[study]\nname = "rtf"\nsteps = ["train", "sample", "audit"]\nseeds = [0]\nthreads = 1\n'
+        '[[datasets]]\nname = "diabetes"\n'
+        '[[generators]]\nname = "realtabformer"\npreset = "tiny"\nepochs = 1\nlabel = "rtf"\n'
+        '[[sampling]]\nlabel = "none"\n[[sampling]]\nlabel = "tlp-9"\noptions = { tendency = 9.0 }\n'
+        "[train]\nholdout = false\n"
+    )
+    code, text = run(["run", study, "--out", tmp_path / "out"], capsys)
+    assert code == 0, text
+    results = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert set(results["sampling"]) == {"none", "tlp-9"} and results["value"].notna().any()

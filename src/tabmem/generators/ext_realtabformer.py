@@ -105,9 +105,15 @@ class _Handoff(TrainerCallback):
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """The package prints (sampling efficiency, copied artefacts) and draws tqdm bars: silenced."""
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        yield
+    """The package prints (sampling efficiency, copied artefacts), draws tqdm bars and transformers
+    logs notices (``loss_type=None``): silenced, transformers' verbosity restored afterwards."""
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        transformers.logging.set_verbosity(verbosity)
 
 
 @contextlib.contextmanager
@@ -142,7 +148,7 @@ class REaLTabFormerGenerator(TabularGenerator):
         epochs, batch_size, gradient_accumulation_steps, lr, weight_decay: the trainer's
             ``TrainingArguments`` (the package's defaults: batch 8 x 4 accumulation steps, lr 5e-5).
         numeric_precision, numeric_max_len, numeric_nparts, mask_rate: the package's preprocessing.
-        gen_batch: rows generated per ``generate`` call while sampling.
+        gen_batch: most rows generated per ``generate`` call while sampling (fewer for small ``n``).
         temperature, top_k, top_p, tendency: sampling defaults (``None`` = the package's, i.e.
             transformers' generation defaults; ``tendency`` = TLP strength, ``None`` = off).
     """
@@ -450,7 +456,9 @@ class REaLTabFormerGenerator(TabularGenerator):
         try:
             rtf.random_state = subsample_seed  # the package's final subsampling of its generated rows
             with _quiet(), _global_python_numpy_rng(subsample_seed), warnings_off():
-                out = rtf.sample(n_samples=int(n), gen_batch=int(self.gen_batch), device=device, **generate_kwargs)
+                # a round generates gen_batch rows and the package keeps n of the valid ones: no more than needed
+                batch = min(int(self.gen_batch), max(16, math.ceil(1.25 * n)))
+                out = rtf.sample(n_samples=int(n), gen_batch=batch, device=device, **generate_kwargs)
         finally:
             rtf.random_state = saved_seed
         out = out.reset_index(drop=True)
