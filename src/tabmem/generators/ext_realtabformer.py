@@ -19,7 +19,9 @@ trainer draws its shuffling and dropout from the global stream). So the trajecto
 package's own uninterrupted ``train()``, and measuring in between does not change it: the
 tests check that the final weights are bit-identical with and without tracking. The package's
 ``SaveEpochEndCallback`` (a checkpoint on disk every epoch) is removed; tabmem's checkpoints
-are used instead.
+are used instead; resuming one writes it back in the trainer's own checkpoint format and calls
+``train(resume_from_checkpoint=...)`` (the trainer restarts at the next epoch; the shuffling is
+seeded by ``data_seed`` + epoch, the dropout stream is the run's checkpointed private copy).
 
 What differs from ``REaLTabFormer.fit``: ``n_critic=0`` (no sensitivity-based early stop; the
 epochs are tabmem's), the seeds are tabmem's (the trainer's ``seed`` is derived from the run's
@@ -42,6 +44,7 @@ position (treat a saved model as private as the data).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import math
@@ -261,6 +264,9 @@ class REaLTabFormerGenerator(TabularGenerator):
             "weight_decay": float(self.weight_decay),
             "gradient_accumulation_steps": int(self.gradient_accumulation_steps),
             "seed": derive_seed(self.seed_, 31) % 2**31,
+            # the shuffling seed: accelerate's seedable sampler draws epoch e's order from data_seed + e,
+            # so a resumed trainer (which restarts at epoch e) shuffles as an uninterrupted one
+            "data_seed": derive_seed(self.seed_, 33) % 2**31,
             "use_cpu": self.device_.type == "cpu",
             "report_to": "none",
             "disable_tqdm": True,
@@ -295,6 +301,7 @@ class REaLTabFormerGenerator(TabularGenerator):
         self._worker: threading.Thread | None = None
         self._handoff: _Handoff | None = None
         self._trainer = None
+        self._resume_checkpoint: str | None = None
         self._workdir = tempfile.TemporaryDirectory(prefix="tabmem-rtf-")
         if getattr(self, "_train_clean", None) is None:  # load(): the package's model comes from the state
             self.rtf_ = None
@@ -319,13 +326,13 @@ class REaLTabFormerGenerator(TabularGenerator):
         handoff = self._handoff = _Handoff()
         self._trainer.add_callback(handoff)
         trainer = self._trainer
-        remaining = int(self.epochs) - int(self.epoch_)
-        trainer.args.num_train_epochs = remaining
+        trainer.args.num_train_epochs = int(self.epochs)
+        resume = self._resume_checkpoint
 
         def run() -> None:
             try:
                 with _global_python_numpy_rng():
-                    trainer.train()
+                    trainer.train(resume_from_checkpoint=resume)
             except _Stop:
                 handoff.to_main.put(("stopped", None))
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread, raised there
@@ -397,6 +404,8 @@ class REaLTabFormerGenerator(TabularGenerator):
         if trainer is not None and trainer.optimizer is not None:
             state["optimizer"] = trainer.optimizer.state_dict()
             state["scheduler"] = trainer.lr_scheduler.state_dict()
+            # the trainer's own state (global step, epoch, log history), as its checkpoints hold it
+            state["trainer_state"] = json.dumps(dataclasses.asdict(trainer.state), sort_keys=True)
         return state
 
     def _load_state_dict(self, state: dict[str, Any]) -> None:
@@ -409,15 +418,23 @@ class REaLTabFormerGenerator(TabularGenerator):
                 self.rtf_ = REaLTabFormer.load_from_dir(str(where))
             self.rtf_.model.to(self.device_)
             return
-        # resume: the weights, and the trainer's optimizer and schedule, before train() starts
+        # resume: a checkpoint directory in the trainer's own format (weights, optimizer, schedule,
+        # trainer state), which the package's trainer resumes from (train(resume_from_checkpoint=...)):
+        # it restarts at the next epoch; the global torch RNG is the run's private copy (base class)
         json.loads(state["rtf_config"])  # a damaged entry fails here, naming the file (base class)
         self.rtf_.model.load_state_dict(state["model"])
-        trainer = self._trainer
-        if "optimizer" in state:
-            trainer.create_optimizer()
-            trainer.create_scheduler(num_training_steps=1, optimizer=trainer.optimizer)  # length: target_epochs
-            trainer.optimizer.load_state_dict(state["optimizer"])
-            trainer.lr_scheduler.load_state_dict(state["scheduler"])
+        if "trainer_state" not in state:
+            raise TabmemError(
+                "realtabformer: this file holds a final model without the trainer's state; resume from checkpoint.pt"
+            )
+        ck = Path(self._workdir.name) / "resume-checkpoint"
+        ck.mkdir(parents=True, exist_ok=True)
+        with _quiet():
+            self.rtf_.model.save_pretrained(str(ck))
+        torch.save(state["optimizer"], ck / "optimizer.pt")
+        torch.save(state["scheduler"], ck / "scheduler.pt")
+        (ck / "trainer_state.json").write_text(state["trainer_state"])
+        self._resume_checkpoint = str(ck)
 
     # -------------------------------------------------------------- sample
     def sample(
