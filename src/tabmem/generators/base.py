@@ -638,8 +638,9 @@ GENERATORS: Registry[type[TabularGenerator]] = Registry(
         "llm": "tabmem.generators.llm",
         "noisy_resample": "tabmem.generators.baselines",
         "realtabformer": "tabmem.generators.ext_realtabformer",
+        "great": "tabmem.generators.ext_great",
     },
-    extras={"realtabformer": "realtabformer"},
+    extras={"realtabformer": "realtabformer", "great": "great"},
 )
 register_generator = GENERATORS.register
 

@@ -43,33 +43,26 @@ position (treat a saved model as private as the data).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import json
 import math
-import queue
-import random
 import tempfile
-import threading
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import pandas as pd
 import realtabformer  # noqa: F401  - a missing package makes the registry report the extra
 import torch
-import transformers
 from realtabformer import REaLTabFormer
 from realtabformer.data_utils import ModelFileName
 from realtabformer.rtf_trainer import SaveEpochEndCallback
-from transformers import GPT2Config, LogitsProcessorList, TrainerCallback
+from transformers import GPT2Config, LogitsProcessorList
 
 from tabmem._checks import check_number, check_positive_int
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
+from tabmem.generators._handoff import HandoffTraining, check_transformers, python_numpy_rng, quiet
 from tabmem.generators._rng import derive_seed
 from tabmem.generators.base import TabularGenerator, register_generator
 
@@ -78,72 +71,8 @@ __all__ = ["REaLTabFormerGenerator"]
 _EXPERIMENT = "tabmem"
 
 
-class _Stop(Exception):
-    """Raised inside the worker's trainer to end ``train()`` at an epoch boundary."""
-
-
-class _Handoff(TrainerCallback):
-    """The trainer callback that pauses the worker at each epoch boundary (module docstring)."""
-
-    def __init__(self) -> None:
-        self.to_main: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self.to_worker: queue.Queue[str] = queue.Queue()
-        self.loss = float("nan")
-        self._begun = 0
-
-    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
-        if logs and "loss" in logs:
-            self.loss = float(logs["loss"])
-
-    def on_epoch_begin(self, args, state, control, **kwargs):  # noqa: ANN001
-        self._begun += 1
-        if self._begun > 1:  # the previous epoch (and its log) is complete: hand over, wait
-            self.to_main.put(("epoch", self.loss))
-            if self.to_worker.get() == "stop":
-                raise _Stop
-
-    def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
-        self.to_main.put(("end", self.loss))
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """The package prints (sampling efficiency, copied artefacts), draws tqdm bars and transformers
-    logs notices (``loss_type=None``): silenced, transformers' verbosity restored afterwards."""
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            yield
-    finally:
-        transformers.logging.set_verbosity(verbosity)
-
-
-@contextlib.contextmanager
-def _global_python_numpy_rng(seed: int | None = None) -> Iterator[None]:
-    """Python's and numpy's global RNGs restored afterwards (the trainer's ``set_seed`` reseeds them)."""
-    py, npy = random.getstate(), np.random.get_state()  # noqa: NPY002 - the legacy global is what is guarded
-    try:
-        if seed is not None:
-            random.seed(seed)
-            np.random.seed(seed % 2**32)  # noqa: NPY002
-        yield
-    finally:
-        random.setstate(py)
-        np.random.set_state(npy)  # noqa: NPY002
-
-
-def _check_transformers() -> None:
-    major = int(transformers.__version__.split(".")[0])
-    if major >= 5:
-        raise TabmemError(
-            f"realtabformer needs transformers<5 (found {transformers.__version__}): install "
-            "'tabmem[realtabformer]' in its own virtualenv (tests/run_extgen.sh; docs/generators.md)"
-        )
-
-
 @register_generator("realtabformer")
-class REaLTabFormerGenerator(TabularGenerator):
+class REaLTabFormerGenerator(HandoffTraining, TabularGenerator):
     """REaLTabFormer (Solatorio & Dupriez 2023), the ``realtabformer`` package, tabular mode.
 
     Args:
@@ -157,6 +86,7 @@ class REaLTabFormerGenerator(TabularGenerator):
     """
 
     sampling_options = ("temperature", "top_k", "top_p", "tendency", "logits_processor")
+    _package_name = "realtabformer"
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         "tiny": {"n_layer": 2, "n_head": 2, "n_embd": 32, "epochs": 3, "lr": 1e-3},
         "small": {"n_layer": 4, "n_head": 4, "n_embd": 192, "epochs": 100, "lr": 5e-4},
@@ -277,7 +207,7 @@ class REaLTabFormerGenerator(TabularGenerator):
 
     def _new_rtf(self, workdir: str) -> REaLTabFormer:
         config = GPT2Config(n_layer=int(self.n_layer), n_head=int(self.n_head), n_embd=int(self.n_embd))
-        with warnings_off():
+        with quiet():
             return REaLTabFormer(
                 model_type="tabular",
                 tabular_config=config,
@@ -296,10 +226,10 @@ class REaLTabFormerGenerator(TabularGenerator):
             )
 
     def _build(self, train_clean: pd.DataFrame, schema: Schema) -> None:
-        _check_transformers()
+        check_transformers("realtabformer", "realtabformer")
         self._check_params()
-        self._worker: threading.Thread | None = None
-        self._handoff: _Handoff | None = None
+        self._init_handoff(derive_seed(self.seed_, 34))
+        self._train_call = self._run_trainer
         self._trainer = None
         self._resume_checkpoint: str | None = None
         self._workdir = tempfile.TemporaryDirectory(prefix="tabmem-rtf-")
@@ -308,7 +238,7 @@ class REaLTabFormerGenerator(TabularGenerator):
             return
         self.rtf_ = self._new_rtf(self._workdir.name)
         device = "cuda" if self.device_.type == "cuda" else "cpu"
-        with _global_python_numpy_rng(), warnings_off(), _quiet():
+        with python_numpy_rng(), quiet():
             # the package's preprocessing, vocabulary, GPT2LMHeadModel and ResumableTrainer; not trained yet
             self._trainer = self.rtf_._fit_tabular(
                 train_clean[list(schema.columns)], device=device, num_train_epochs=int(self.epochs),
@@ -317,57 +247,16 @@ class REaLTabFormerGenerator(TabularGenerator):
         self._trainer.remove_callback(SaveEpochEndCallback)  # tabmem writes the checkpoints
         self.rtf_.experiment_id = _EXPERIMENT
 
+    def _run_trainer(self, handoff) -> None:  # noqa: ANN001 - runs in the worker thread
+        self._trainer.add_callback(handoff)
+        self._trainer.args.num_train_epochs = int(self.epochs)
+        self._trainer.train(resume_from_checkpoint=self._resume_checkpoint)
+
     def _torch_modules(self) -> list[torch.nn.Module]:
         rtf = getattr(self, "rtf_", None)
         return [rtf.model] if rtf is not None and rtf.model is not None else []
 
     # --------------------------------------------------------------- train
-    def _start_worker(self) -> None:
-        handoff = self._handoff = _Handoff()
-        self._trainer.add_callback(handoff)
-        trainer = self._trainer
-        trainer.args.num_train_epochs = int(self.epochs)
-        resume = self._resume_checkpoint
-
-        def run() -> None:
-            try:
-                with _global_python_numpy_rng():
-                    trainer.train(resume_from_checkpoint=resume)
-            except _Stop:
-                handoff.to_main.put(("stopped", None))
-            except BaseException as exc:  # noqa: BLE001 - handed to the main thread, raised there
-                handoff.to_main.put(("error", exc))
-
-        self._worker = threading.Thread(target=run, name="tabmem-realtabformer-trainer", daemon=True)
-        self._worker.start()
-
-    def _train_epoch(self, epoch: int) -> dict[str, float]:
-        with _quiet():  # the trainer prints its per-epoch log dicts
-            if self._worker is None:
-                self._start_worker()
-            else:
-                self._handoff.to_worker.put("go")
-            kind, value = self._handoff.to_main.get()
-        if kind == "error":
-            self._worker.join()
-            self._worker = None
-            raise TabmemError(f"realtabformer: training failed at epoch {epoch} ({type(value).__name__}: {value})")
-        if kind == "end":
-            self._worker.join()  # nothing of train() runs outside _train_epoch
-            self._worker = None
-            if epoch != int(self.epochs):
-                raise TabmemError(f"realtabformer: the package's trainer ended after epoch {epoch} of {self.epochs}")
-        return {"loss": float(value) if value is not None else math.nan}
-
-    def _stop_worker(self) -> None:
-        worker = getattr(self, "_worker", None)
-        if worker is None:
-            return
-        with self._private_global_rng(), _quiet():
-            self._handoff.to_worker.put("stop")
-            worker.join()
-        self._worker = None
-
     def fit(self, train: pd.DataFrame, schema: Schema | None = None, **kwargs: Any) -> REaLTabFormerGenerator:
         """:meth:`TabularGenerator.fit`; the package's trainer and dataset are dropped when it returns."""
         try:
@@ -386,7 +275,7 @@ class REaLTabFormerGenerator(TabularGenerator):
         full_save_dir = rtf.full_save_dir
         try:
             rtf.full_save_dir = str(full_save_dir)  # save() json-dumps it: a Path fails
-            with tempfile.TemporaryDirectory(prefix="tabmem-rtf-save-") as tmp, _quiet():
+            with tempfile.TemporaryDirectory(prefix="tabmem-rtf-save-") as tmp, quiet():
                 rtf.save(str(tmp), allow_overwrite=True)
                 where = Path(tmp) / _EXPERIMENT
                 config = (where / ModelFileName.rtf_config_json).read_text()
@@ -414,7 +303,7 @@ class REaLTabFormerGenerator(TabularGenerator):
             where.mkdir(parents=True, exist_ok=True)
             (where / ModelFileName.rtf_config_json).write_text(state["rtf_config"])
             torch.save(dict(state["model"]), where / ModelFileName.rtf_model_pt)
-            with _quiet(), warnings_off():
+            with quiet():
                 self.rtf_ = REaLTabFormer.load_from_dir(str(where))
             self.rtf_.model.to(self.device_)
             return
@@ -429,7 +318,7 @@ class REaLTabFormerGenerator(TabularGenerator):
             )
         ck = Path(self._workdir.name) / "resume-checkpoint"
         ck.mkdir(parents=True, exist_ok=True)
-        with _quiet():
+        with quiet():
             self.rtf_.model.save_pretrained(str(ck))
         torch.save(state["optimizer"], ck / "optimizer.pt")
         torch.save(state["scheduler"], ck / "scheduler.pt")
@@ -472,7 +361,7 @@ class REaLTabFormerGenerator(TabularGenerator):
         device = "cuda" if self.device_.type == "cuda" else "cpu"
         try:
             rtf.random_state = subsample_seed  # the package's final subsampling of its generated rows
-            with _quiet(), _global_python_numpy_rng(subsample_seed), warnings_off():
+            with quiet(), python_numpy_rng(subsample_seed):
                 # a round generates gen_batch rows and the package keeps n of the valid ones: no more than needed
                 batch = min(int(self.gen_batch), max(16, math.ceil(1.25 * n)))
                 out = rtf.sample(n_samples=int(n), gen_batch=batch, device=device, **generate_kwargs)
@@ -489,13 +378,3 @@ class REaLTabFormerGenerator(TabularGenerator):
         for c in self.schema_.categorical:
             out[c] = out[c].astype(str)
         return out
-
-
-@contextlib.contextmanager
-def warnings_off() -> Iterator[None]:
-    """The package's warnings on replaced config attributes and unused arguments (expected here)."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
