@@ -105,7 +105,16 @@ class GReaTGenerator(HandoffTraining, TabularGenerator):
     sampling_options = ("temperature", "top_k", "top_p", "tendency", "logits_processor")
     _package_name = "great"
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
-        "tiny": {"n_layer": 2, "n_head": 2, "n_embd": 32, "epochs": 3, "lr": 1e-3},
+        # the smallest that writes valid rows: ~30 epochs before an untrained GPT-2 writes "col is value" rows
+        "tiny": {
+            "n_layer": 2,
+            "n_head": 2,
+            "n_embd": 64,
+            "epochs": 30,
+            "lr": 5e-3,
+            "batch_size": 16,
+            "bpe_vocab_size": 300,
+        },
         "small": {"n_layer": 4, "n_head": 4, "n_embd": 192, "epochs": 100, "lr": 5e-4},
     }
     sample_batch_size = 2048
