@@ -28,6 +28,13 @@ def test_the_registry_names_the_extra():
     assert "realtabformer" not in GENERATORS.names()
 
 
+@pytest.mark.skipif(importlib.util.find_spec("be_great") is not None, reason="be_great is installed here")
+def test_great_names_its_extra():
+    with pytest.raises(TabmemError, match=r"needs the optional dependency 'be_great'") as info:
+        get_generator("great")
+    assert "pip install 'tabmem[great]'" in str(info.value) and "great" not in GENERATORS.names()
+
+
 @pytest.mark.parametrize("command", ["train", "dynamiccut"])
 def test_model_realtabformer_is_one_line_naming_the_extra(command, capsys, tmp_path):
     code, out = run([command, "--dataset", "diabetes", "--model", "realtabformer", "--out", tmp_path / "o"], capsys)
