@@ -10,4 +10,4 @@ cd "$(dirname "$0")/.."
 [ -x .venv-rtf/bin/python ] || python3 -m venv .venv-rtf
 .venv-rtf/bin/pip install -q torch==2.13.0
 .venv-rtf/bin/pip install -q -e ".[realtabformer,great,test]"
-TABMEM_REQUIRE_EXTGEN=1 .venv-rtf/bin/python -m pytest -q -m extgen tests/extgen
+TABMEM_REQUIRE_EXTGEN=1 .venv-rtf/bin/python -m pytest -q -m extgen tests/extgen --durations=10
