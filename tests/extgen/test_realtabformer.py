@@ -10,18 +10,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from reference_libs import require
+from tabmem.callbacks import LambdaCallback
+from tabmem.defenses.tlp import TendencyLogitsProcessor
+from tabmem.generators import get_generator, load_generator
+from tabmem.memorization.tracker import MemorizationTracker
 
 pytestmark = [pytest.mark.extgen, pytest.mark.filterwarnings("ignore")]
 
-require("realtabformer", env="TABMEM_REQUIRE_EXTGEN")
-torch = require("torch", env="TABMEM_REQUIRE_EXTGEN")
 
-from tabmem.callbacks import LambdaCallback  # noqa: E402
-from tabmem.defenses.tlp import TendencyLogitsProcessor  # noqa: E402
-from tabmem.generators import get_generator, load_generator  # noqa: E402
-from tabmem.memorization.tracker import MemorizationTracker  # noqa: E402
+@pytest.fixture(scope="module", autouse=True)
+def _package():
+    """The package (in a fixture, so that a deselected module is not a skip in the main environment)."""
+    require("realtabformer", env="TABMEM_REQUIRE_EXTGEN")
+
 
 TINY = {"n_layer": 2, "n_head": 2, "n_embd": 32, "epochs": 3, "lr": 1e-3}
 
