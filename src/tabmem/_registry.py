@@ -45,6 +45,10 @@ class Registry(Mapping[str, T], Generic[T]):
         only when that name is requested, or when all names are listed).
     attribute:
         Class attribute set to the registered name (``"name"`` by default; ``None`` sets none).
+    extras:
+        ``name -> extra`` for optional entries whose extra is not ``all`` (packages that pin
+        conflicting stacks and are installed in their own virtualenv): a missing dependency's
+        message names ``pip install 'tabmem[EXTRA]'``.
     """
 
     def __init__(
@@ -55,6 +59,7 @@ class Registry(Mapping[str, T], Generic[T]):
         modules: Sequence[str] = (),
         optional: Mapping[str, str] | None = None,
         attribute: str | None = "name",
+        extras: Mapping[str, str] | None = None,
     ) -> None:
         self.kind = kind
         self.base = base
@@ -62,6 +67,7 @@ class Registry(Mapping[str, T], Generic[T]):
         self._modules = list(modules)
         self._optional = dict(optional or {})
         self._attribute = attribute
+        self._extras = dict(extras or {})
         self._loaded = False
         self._missing: dict[str, str] = {}  # optional name -> missing dependency
 
@@ -106,8 +112,11 @@ class Registry(Mapping[str, T], Generic[T]):
         if default is not None:
             return default
         if name in self._missing:
+            extra = self._extras.get(name, "all")
+            where = "" if extra == "all" else " (in its own virtualenv: see docs/generators.md)"
             raise TabmemError(
-                f"{self.kind} {name!r} needs the optional dependency {self._missing[name]!r}: pip install 'tabmem[all]'"
+                f"{self.kind} {name!r} needs the optional dependency {self._missing[name]!r}: "
+                f"pip install 'tabmem[{extra}]'{where}"
             )
         raise ParameterError(f"unknown {self.kind} {name!r}; available: {', '.join(self.names()) or 'none'}")
 

@@ -637,7 +637,10 @@ GENERATORS: Registry[type[TabularGenerator]] = Registry(
         "ctgan": "tabmem.generators.ctgan",
         "llm": "tabmem.generators.llm",
         "noisy_resample": "tabmem.generators.baselines",
+        "realtabformer": "tabmem.generators.ext_realtabformer",
+        "great": "tabmem.generators.ext_great",
     },
+    extras={"realtabformer": "realtabformer", "great": "great"},
 )
 register_generator = GENERATORS.register
 
