@@ -25,11 +25,22 @@ from typing import Any
 
 import numpy as np
 import transformers
-from transformers import TrainerCallback
+from transformers import LogitsProcessorList, TrainerCallback
 
+from tabmem.defenses.tlp import TendencyLogitsProcessor
 from tabmem.errors import TabmemError
+from tabmem.generators.llm.options import SamplingOptions
 
-__all__ = ["Handoff", "HandoffTraining", "PrivatePyNp", "Stop", "check_transformers", "python_numpy_rng", "quiet"]
+__all__ = [
+    "Handoff",
+    "HandoffTraining",
+    "PrivatePyNp",
+    "Stop",
+    "check_transformers",
+    "generate_options",
+    "python_numpy_rng",
+    "quiet",
+]
 
 
 class Stop(Exception):
@@ -107,6 +118,39 @@ class PrivatePyNp:
             self._py, self._np = random.getstate(), np.random.get_state()  # noqa: NPY002
             random.setstate(user_py)
             np.random.set_state(user_np)  # noqa: NPY002
+
+
+def generate_options(
+    *,
+    temperature: float | None = None,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    tendency: float | None = None,
+    logits_processor: list[Any] | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments of a Hugging Face ``generate`` for the options that are set (None: the package's
+    default), checked as tabmem's own LLM sampling checks them (:class:`SamplingOptions`): the user's
+    processors, then TLP."""
+    opts = SamplingOptions(
+        temperature=1.0 if temperature is None else temperature,
+        top_k=top_k,
+        top_p=1.0 if top_p is None else top_p,
+        tendency=tendency,
+        logits_processor=list(logits_processor or []),
+    )
+    kwargs: dict[str, Any] = {}
+    if temperature is not None:
+        kwargs["temperature"] = opts.temperature
+    if top_k is not None:
+        kwargs["top_k"] = opts.top_k
+    if top_p is not None:
+        kwargs["top_p"] = opts.top_p
+    processors = list(opts.logits_processor)
+    if opts.tendency is not None:
+        processors.append(TendencyLogitsProcessor(opts.tendency))
+    if processors:
+        kwargs["logits_processor"] = LogitsProcessorList(processors)
+    return kwargs
 
 
 def check_transformers(package: str, extra: str) -> None:

@@ -42,12 +42,12 @@ import be_great.great as great_module
 import pandas as pd
 import torch
 from be_great import GReaT
-from transformers import AutoConfig, AutoModelForCausalLM, LogitsProcessorList
+from transformers import AutoConfig, AutoModelForCausalLM
 
 from tabmem._checks import check_number, check_positive_int
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.generators._handoff import HandoffTraining, python_numpy_rng, quiet
+from tabmem.generators._handoff import HandoffTraining, generate_options, python_numpy_rng, quiet
 from tabmem.generators._rng import derive_seed
 from tabmem.generators.base import TabularGenerator, register_generator
 
@@ -195,26 +195,15 @@ class GReaTGenerator(HandoffTraining, TabularGenerator):
     ) -> dict[str, Any]:
         """``temperature`` for the package's ``sample``, the rest for the model's ``generate``."""
         temperature = self.temperature if temperature is None else temperature
-        top_k = self.top_k if top_k is None else top_k
-        top_p = self.top_p if top_p is None else top_p
-        tendency = self.tendency if tendency is None else tendency
-        kwargs: dict[str, Any] = {"temperature": check_number("temperature", temperature, low=0.0, low_open=True)}
-        extra: dict[str, Any] = {}
-        if top_k is not None:
-            extra["top_k"] = check_positive_int("top_k", top_k)
-        if top_p is not None:
-            extra["top_p"] = check_number("top_p", top_p, low=0.0, high=1.0, low_open=True)
-        processors = list(logits_processor or [])
-        if not all(callable(p) for p in processors):
-            raise TabmemError(f"logits_processor must be a list of LogitsProcessor callables, got {logits_processor!r}")
-        if tendency is not None:
-            from tabmem.defenses.tlp import TendencyLogitsProcessor
-
-            processors.append(TendencyLogitsProcessor(check_number("tendency", tendency, low=1.0)))
-        if processors:
-            extra["logits_processor"] = LogitsProcessorList(processors)
-        kwargs["generate"] = extra
-        return kwargs
+        return {
+            "temperature": check_number("temperature", temperature, low=0.0, low_open=True),
+            "generate": generate_options(
+                top_k=self.top_k if top_k is None else top_k,
+                top_p=self.top_p if top_p is None else top_p,
+                tendency=self.tendency if tendency is None else tendency,
+                logits_processor=logits_processor,
+            ),
+        }
 
     # ----------------------------------------------------------------- build
     def _training_args(self) -> dict[str, Any]:

@@ -57,12 +57,12 @@ import torch
 from realtabformer import REaLTabFormer
 from realtabformer.data_utils import ModelFileName
 from realtabformer.rtf_trainer import SaveEpochEndCallback
-from transformers import GPT2Config, LogitsProcessorList
+from transformers import GPT2Config
 
 from tabmem._checks import check_number, check_positive_int
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
-from tabmem.generators._handoff import HandoffTraining, check_transformers, python_numpy_rng, quiet
+from tabmem.generators._handoff import HandoffTraining, check_transformers, generate_options, python_numpy_rng, quiet
 from tabmem.generators._rng import derive_seed
 from tabmem.generators.base import TabularGenerator, register_generator
 
@@ -165,27 +165,13 @@ class REaLTabFormerGenerator(HandoffTraining, TabularGenerator):
         logits_processor: list[Any] | None = None,
     ) -> dict[str, Any]:
         """Keyword arguments for the package's ``sample`` (``generate``): defaults, then the call's."""
-        temperature = self.temperature if temperature is None else temperature
-        top_k = self.top_k if top_k is None else top_k
-        top_p = self.top_p if top_p is None else top_p
-        tendency = self.tendency if tendency is None else tendency
-        kwargs: dict[str, Any] = {}
-        if temperature is not None:
-            kwargs["temperature"] = check_number("temperature", temperature, low=0.0, low_open=True)
-        if top_k is not None:
-            kwargs["top_k"] = check_positive_int("top_k", top_k)
-        if top_p is not None:
-            kwargs["top_p"] = check_number("top_p", top_p, low=0.0, high=1.0, low_open=True)
-        processors = list(logits_processor or [])
-        if not all(callable(p) for p in processors):
-            raise TabmemError(f"logits_processor must be a list of LogitsProcessor callables, got {logits_processor!r}")
-        if tendency is not None:
-            from tabmem.defenses.tlp import TendencyLogitsProcessor
-
-            processors.append(TendencyLogitsProcessor(check_number("tendency", tendency, low=1.0)))
-        if processors:
-            kwargs["logits_processor"] = LogitsProcessorList(processors)
-        return kwargs
+        return generate_options(
+            temperature=self.temperature if temperature is None else temperature,
+            top_k=self.top_k if top_k is None else top_k,
+            top_p=self.top_p if top_p is None else top_p,
+            tendency=self.tendency if tendency is None else tendency,
+            logits_processor=logits_processor,
+        )
 
     # ----------------------------------------------------------------- build
     def _training_args(self) -> dict[str, Any]:

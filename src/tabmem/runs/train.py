@@ -182,8 +182,9 @@ def train_to_dir(
         tracker = _tracker(run.path, track_every, track_samples, distance, seed)
         seconds = _fit(gen, table, schema, run.path, tracker, stop_after=stop_after, progress=progress, seed=seed,
                        resuming=resuming, checkpoint_every=int(checkpoint_every))  # fmt: skip
-        summary, counts = _final_audit(run.path, gen, table, schema, tracker, holdout, distance=distance, seed=seed,
-                                       duplicates=duplicates, evidence=evidence, q=q)  # fmt: skip
+        synthetic, result = _final_sample(gen, len(table), tracker, seed)
+        summary, counts = final_audit(run.path, synthetic, result, table, schema, tracker, holdout, distance=distance,
+                                      seed=seed, duplicates=duplicates, evidence=evidence)  # fmt: skip
         summary.update(model=model, preset=preset, epochs=int(gen.epoch_), seed=int(seed), train_seconds=seconds,
                        n_train=int(gen.n_train_), final_loss=gen.history_[-1].get("loss") if gen.history_ else None)  # fmt: skip
         for message in summary.get("warnings", []):
@@ -271,27 +272,6 @@ def _final_sample(gen: Any, n: int, tracker: MemorizationTracker | None, seed: i
         # a run resumed at its last checkpoint trains no epoch, so the tracker drew nothing: draw what it drew
         return gen.sample(n, random_state=tracker.sample_seed(epoch)), None
     return gen.sample(n, random_state=int(np.random.SeedSequence([seed, 99]).generate_state(1)[0])), None
-
-
-def _final_audit(
-    out: Path,
-    gen: Any,
-    table: Any,
-    schema: Schema,
-    tracker: MemorizationTracker | None,
-    holdout: Any,
-    *,
-    distance: str,
-    seed: int,
-    duplicates: str,
-    evidence: bool,
-    q: float,
-) -> tuple[dict[str, Any], np.ndarray]:
-    """Write synthetic.csv and records.csv of the final model; the summary of its replicas (and the
-    holdout's) and the per-record replica counts."""
-    synthetic, result = _final_sample(gen, len(table), tracker, seed)
-    return final_audit(out, synthetic, result, table, schema, tracker, holdout, distance=distance, seed=seed,
-                       duplicates=duplicates, evidence=evidence)  # fmt: skip
 
 
 def final_audit(
