@@ -28,6 +28,7 @@ from tabmem.cli._options import (
     seed_option,
 )
 from tabmem.errors import TabmemError
+from tabmem.risk import N_ATTACKS
 from tabmem.runs.protocol import RISK_RUN
 
 RISK_LABELS = {
@@ -131,7 +132,7 @@ def summary_table(doc: dict[str, Any]) -> Any:
     metavar="COLS",
     help="Linkability: give it twice, each a comma-separated column set (--aux a,b --aux c,d); default: chosen.",
 )
-@count_option("--n-attacks", "Attacks per risk (anonymeter's n_attacks).", default=2000)
+@count_option("--n-attacks", "Attacks per risk (anonymeter's n_attacks).", default=N_ATTACKS)
 @schema_options
 @seed_option("Seed of the attacks (same seed, same risks).")
 @out_dir_option("Output directory (summary.json, inference.csv).", path_type=None)

@@ -5,7 +5,7 @@ Risk in Synthetic Data", PoPETs 2023): each attack's success on training rows be
 success on control rows (real rows never trained on), with Wilson-score intervals.
 """
 
-from tabmem.risk.evaluate import evaluate_risk
+from tabmem.risk.evaluate import N_ATTACKS, evaluate_risk
 from tabmem.risk.summary import RiskEstimate, RiskSummary
 
-__all__ = ["RiskEstimate", "RiskSummary", "evaluate_risk"]
+__all__ = ["N_ATTACKS", "RiskEstimate", "RiskSummary", "evaluate_risk"]

@@ -24,7 +24,10 @@ from tabmem.risk.inference import correct_guesses
 from tabmem.risk.linkability import count_links, fit_index, query, random_links
 from tabmem.risk.summary import RiskEstimate, RiskSummary, estimate
 
-__all__ = ["default_aux", "default_secrets", "evaluate_risk"]
+__all__ = ["N_ATTACKS", "default_aux", "default_secrets", "evaluate_risk"]
+
+#: attacks per risk by default (anonymeter's n_attacks default)
+N_ATTACKS = 2000
 
 
 def _rng(seed: int, name: str) -> np.random.Generator:
@@ -199,7 +202,7 @@ def evaluate_risk(
     schema: Schema | None = None,
     secrets: Sequence[str] | None = None,
     aux: tuple[Sequence[str], Sequence[str]] | None = None,
-    n_attacks: int = 2000,
+    n_attacks: int = N_ATTACKS,
     n_neighbors: int = 1,
     n_cols: int = 3,
     confidence: float = 0.95,

@@ -27,7 +27,7 @@ import pandas as pd
 
 from tabmem._io import write_frame, write_json
 from tabmem.data.schema import Schema
-from tabmem.risk import RiskSummary, evaluate_risk
+from tabmem.risk import N_ATTACKS, RiskSummary, evaluate_risk
 from tabmem.runs.protocol import RISK_RUN, RunDirectory
 
 __all__ = ["INFERENCE_COLUMNS", "RISK_RUN", "RISKS", "inference_frame", "risk_to_dir"]
@@ -47,7 +47,7 @@ def risk_to_dir(
     *,
     secrets: Sequence[str] | None = None,
     aux: Sequence[Sequence[str]] | None = None,
-    n_attacks: int = 2000,
+    n_attacks: int = N_ATTACKS,
     n_neighbors: int = 1,
     n_cols: int = 3,
     confidence: float = 0.95,

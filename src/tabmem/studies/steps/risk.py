@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tabmem.errors import ParameterError, TabmemError
+from tabmem.risk import N_ATTACKS
 from tabmem.studies._fields import Field, integer, number, string_list
 from tabmem.studies.estimate import search_seconds
 from tabmem.studies.steps.audit import _holdout
@@ -47,7 +48,7 @@ class RiskStep(Step):
     options = {
         "secrets": Field(None, string_list(), "columns an attacker infers (default: chosen by evaluate_risk)"),
         "aux": Field(None, _aux, "the two column sets linkability links (default: chosen by evaluate_risk)"),
-        "n_attacks": Field(2000, integer(1), "attacks per risk"),
+        "n_attacks": Field(N_ATTACKS, integer(1), "attacks per risk"),
         "n_neighbors": Field(1, integer(1), "neighbours an attacker links or infers from"),
         "n_cols": Field(3, integer(1), "columns of a multivariate singling-out predicate"),
         "confidence": Field(0.95, number(0, 1, low_open=True), "confidence of the intervals"),
