@@ -264,3 +264,35 @@ def test_verdict_table_reads_epsilon_where_the_cards_do():
         "1.11",
         "DCR alone: 1.39",
     )
+
+
+# ----------------------------------------------------------------------------- 9. the excess's interval is the one judged
+def test_report_shows_the_excess_interval_that_tabmem_check_judges():
+    # zero replicas in 200 synthetic and 100 holdout rows: the percentile bootstrap collapses to [0, 0]
+    summary = {
+        "distance": "gower",
+        "threshold": 1 / 3,
+        "confidence": 0.95,
+        "n_synthetic": 200,
+        "n_holdout": 100,
+        "memorization_rate": 0.0,
+        "holdout_memorization_rate": 0.0,
+        "excess_memorization": 0.0,
+        "excess_memorization_ci": [0.0, 0.0],
+    }
+    from tabmem.gate.figures import excess_interval
+    from tabmem.gate.intervals import newcombe_difference
+
+    lo, hi = newcombe_difference(0, 200, 0, 100)
+    assert excess_interval(summary) == pytest.approx((lo, hi)) and lo < -0.03 and hi > 0.01
+    audit = Audit(summary=summary)
+    cell = Cell(name="c", path="", audit=audit, audits={"gower": audit})
+    overview = report_tables.overview_table([cell], ["c"])
+    shown = overview.rows[0][overview.columns.index("excess, points (95% CI)")]
+    assert "+0.00 to +0.00" not in str(shown) and f"{100 * hi:+.2f}" in str(shown)
+    audit_table = report_tables.audit_tables(cell)[0]
+    row = next(r for r in audit_table.rows if r[0] == "excess memorization (points)")
+    assert f"{100 * lo:+.2f}" in str(row[2]) and "Newcombe" in audit_table.caption
+    # an interval wider than Newcombe's stays as recorded
+    wide = {**summary, "excess_memorization_ci": [-0.2, 0.2]}
+    assert excess_interval(wide) == (-0.2, 0.2)

@@ -25,7 +25,7 @@ from tabmem.gate.intervals import newcombe_difference
 from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
 from tabmem.metrics.report import SUMMARY_KEYS
 
-__all__ = ["FIGURES", "Figure", "FigureSpec", "Measured", "figure_spec", "figures_of"]
+__all__ = ["FIGURES", "Figure", "FigureSpec", "Measured", "excess_interval", "figure_spec", "figures_of"]
 
 RISKS = ("singling_out_univariate", "singling_out_multivariate", "linkability")
 
@@ -179,17 +179,28 @@ def _excess(distance: str, audit: Mapping[str, Any]) -> Figure:
     name = "memorization.excess"
     if audit.get("n_holdout") is None and audit.get("holdout_memorization_rate") is None:
         return Figure(name, distance, None, None, unjudged="no holdout rows were scored, so there is no baseline")
-    value, ci = _finite(audit.get(EXCESS_MEMORIZATION)), _pair(audit.get(EXCESS_MEMORIZATION_CI))
+    value, ci = _finite(audit.get(EXCESS_MEMORIZATION)), excess_interval(audit)
     conf = _finite(audit.get("confidence")) or 0.95
-    score = _score_interval(audit, "memorization_rate", "holdout_memorization_rate", conf)
-    if ci is not None and score is not None:  # a percentile bootstrap collapses to [0, 0] on zero counts
-        ci = (min(ci[0], score[0]), max(ci[1], score[1]))
     why = None
     if audit.get("distance_discriminates") is False:
         why = f"the {distance} distance cannot tell copies from real unseen rows on this data (audit with gower)"
     elif ci is None:
         why = "no interval was recorded (fewer than 2 rows in a table, or an older tabmem)"
     return Figure(name, distance, value, ci, confidence=conf, unjudged=why)
+
+
+def excess_interval(audit: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The interval of an audit's excess memorization that the rules judge (and the report shows).
+
+    The audit's percentile bootstrap, widened to Newcombe's score interval where that is wider: the
+    bootstrap collapses to ``[0, 0]`` on zero counts and would claim a certainty no sample gives.
+    """
+    ci = _pair(audit.get(EXCESS_MEMORIZATION_CI))
+    conf = _finite(audit.get("confidence")) or 0.95
+    score = _score_interval(audit, "memorization_rate", "holdout_memorization_rate", conf)
+    if ci is not None and score is not None:
+        ci = (min(ci[0], score[0]), max(ci[1], score[1]))
+    return ci
 
 
 def _score_interval(

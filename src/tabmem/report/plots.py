@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
+from tabmem.gate.figures import excess_interval
+from tabmem.memorization.summary import EXCESS_MEMORIZATION
 from tabmem.report.model import Attacks, Audit, Cell, Quality, Training
 from tabmem.report.readers import finite
 from tabmem.report.svg import (
@@ -97,7 +98,7 @@ def rates_figure(cells: Sequence[Cell], labels: Sequence[str]) -> str | None:
             ex = finite(a.get(EXCESS_MEMORIZATION))
             if ex is None:
                 continue
-            ci = a.get(EXCESS_MEMORIZATION_CI)
+            ci = excess_interval(a)
             err = ci_err(ex, ci)
             sig = err is not None and float(ci[0]) > 0
             bx.errorbar(
@@ -552,7 +553,7 @@ def frontier_figure(cells: Sequence[Cell], labels: Sequence[str], colour_by: str
             y = ex if use_excess else auc
             if x is None or y is None:
                 continue
-            ci = c.audit.get(EXCESS_MEMORIZATION_CI) if use_excess else strongest_attack(c.attacks)[1].get("auc_ci")
+            ci = excess_interval(c.audit) if use_excess else strongest_attack(c.attacks)[1].get("auc_ci")
             err = ci_err(y, ci)
             scale = 100 if use_excess else 1
             g = str(c.axes.get(colour_by, "")) if colour_by else ""

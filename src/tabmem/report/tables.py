@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
+from tabmem.gate.figures import excess_interval
+from tabmem.memorization.summary import EXCESS_MEMORIZATION
 from tabmem.report.model import Audit, Cell, DynamicCutRun, Training
 from tabmem.report.plots import distance_histogram
 from tabmem.report.readers import DYNAMICCUT_THRESHOLD, finite
@@ -177,7 +178,7 @@ def _oneaudit_tables(a: Audit, name_distance: bool) -> list[Table]:
         [
             "excess memorization (points)",
             _points(s.get(EXCESS_MEMORIZATION)),
-            _ci_pct(s.get(EXCESS_MEMORIZATION_CI), points=True),
+            _ci_pct(excess_interval(s), points=True),
         ],
         ["Mem-AUC (exact)", fmt_mem_auc(s.get("mem_auc")), ""],
         ["Mem-AUC (papers' 10-point trapezoid)", fmt_mem_auc(s.get("mem_auc_trapz10")), ""],
@@ -192,9 +193,13 @@ def _oneaudit_tables(a: Audit, name_distance: bool) -> list[Table]:
         ["Gini of the replica counts", _num(tail.get("gini"), 3), ""],
     ]
     conf = s.get("confidence")
-    ci_head = f"{round(100 * conf)}% bootstrap CI" if finite(conf) else "CI"
+    ci_head = f"{round(100 * conf)}% CI" if finite(conf) else "CI"
     head = f"replica audit ({s.get('distance')})" if name_distance else "replica audit"
-    tables = [Table([head, "value", ci_head], rows, "", [False, True, True])]
+    caption = (
+        "Intervals of the rates: percentile bootstrap. The excess: that bootstrap widened to Newcombe's score "
+        "interval where wider (a bootstrap of zero counts collapses to 0 to 0), the interval tabmem check judges."
+    )
+    tables = [Table([head, "value", ci_head], rows, caption, [False, True, True])]
     if a.record_counts is not None and a.record_counts.sum() > 0:
         counts = a.record_counts
         order = np.lexsort((np.arange(counts.size), -counts))[:10]
@@ -541,7 +546,7 @@ def overview_table(cells: list[Cell], labels: list[str]) -> Table:
                 lab,
                 fmt_pct(finite(a.get("memorization_rate")), 2) if a else "-",
                 fmt_pct(finite(a.get("holdout_memorization_rate")), 2) if a else "-",
-                (_points(a.get(EXCESS_MEMORIZATION)) + f" ({_ci_pct(a.get(EXCESS_MEMORIZATION_CI), points=True)})")
+                (_points(a.get(EXCESS_MEMORIZATION)) + f" ({_ci_pct(excess_interval(a), points=True)})")
                 if a and finite(a.get(EXCESS_MEMORIZATION)) is not None
                 else "-",
                 f"{attack_name(best[0])} {_num(best[1].get('auc'), 3)}" if best else "-",
@@ -602,7 +607,7 @@ def comparison_notes(cells: list[Cell], labels: list[str]) -> list[str]:
     one_seed = all(len(seeds) == 1 for seeds in configs.values())
     for name, get, ci_of in (
         ("excess memorization", lambda c: finite(c.audit.get(EXCESS_MEMORIZATION)) if c.audit else None,
-         lambda c: _ci_pair(c.audit.get(EXCESS_MEMORIZATION_CI)) if c.audit else None),
+         lambda c: _ci_pair(excess_interval(c.audit)) if c.audit else None),
         ("strongest attack AUC", lambda c: finite((strongest_attack(c.attacks) or ("", {}))[1].get("auc")),
          lambda c: _ci_pair((strongest_attack(c.attacks) or ("", {}))[1].get("auc_ci"))),
     ):  # fmt: skip

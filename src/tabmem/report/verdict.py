@@ -29,9 +29,9 @@ from typing import Any
 
 from tabmem.attacks.base import ATTACKS
 from tabmem.gate import FAIL, PASS, Judgement, Policy, evaluate, figures_of, load_policy
-from tabmem.gate.figures import Measured
+from tabmem.gate.figures import Measured, excess_interval
 from tabmem.gate.intervals import widen
-from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI, NO_DISCRIMINATION
+from tabmem.memorization.summary import EXCESS_MEMORIZATION, NO_DISCRIMINATION
 from tabmem.report.decision import measured_of
 from tabmem.report.model import Attacks, Audit, Cell, Quality, Risk
 from tabmem.report.readers import finite
@@ -188,7 +188,7 @@ def _memorization_finding(audit: Audit | None) -> Finding:
     rate = finite(audit.get("memorization_rate"))
     hold = finite(audit.get("holdout_memorization_rate"))
     excess = finite(audit.get(EXCESS_MEMORIZATION))
-    ci = _ci(audit.get(EXCESS_MEMORIZATION_CI))
+    ci = _ci(excess_interval(audit))
     dist = f"distance {audit.get('distance', '?')}, d1/d2 < {_threshold(audit.get('threshold'))}"
     if hold is None or excess is None:
         return Finding(
@@ -601,7 +601,7 @@ def cell_verdict(cell: Cell, policy: Policy | None = None) -> CellVerdict:
         parts = []
         for d, a in others:
             ex = finite(a.get(EXCESS_MEMORIZATION))
-            ci = _ci(a.get(EXCESS_MEMORIZATION_CI))
+            ci = _ci(excess_interval(a))
             rate = f"{fmt_points(ex)}" if ex is not None else f"rate {fmt_pct(finite(a.get('memorization_rate')))}"
             parts.append(f"{d}: {rate}" + (f" (95% CI {fmt_ci(ci, pct=True)})" if ci else ""))
         mem.text += " With the other distances: " + "; ".join(parts) + "."
