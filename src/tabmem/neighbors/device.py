@@ -66,35 +66,40 @@ _REF_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # fitted ob
 
 
 # ----------------------------------------------------------------------------- choosing the device
-def check_device(device: str) -> str:
-    """``device`` if it names a device (``cpu``, ``cuda``, ``cuda:N``, the hidden ``torch-cpu``), else one clear error."""
+def check_device(device: str, option: str = "device") -> str:
+    """``device`` if it names a device (``cpu``, ``cuda``, ``cuda:N``, the hidden ``torch-cpu``), else one clear error.
+
+    ``option`` names the setting in messages (``"--device"`` under the command line).
+    """
     name = str(device).strip().lower()
     if name in DEVICES or name == TORCH_CPU:
         return name
     if name.startswith("cuda:") and name[5:].isdigit():
         return name
-    raise ParameterError(f"device: {device!r} is not a device (use cpu, cuda or cuda:N)")
+    raise ParameterError(f"{option}: {device!r} is not a device (use cpu, cuda or cuda:N)")
 
 
-def torch_device(device: str) -> "torch.device | None":
+def torch_device(device: str, option: str = "device") -> "torch.device | None":
     """The torch device of ``device`` (``None`` for ``"cpu"``: the numpy path); one clear error when it is absent."""
-    name = check_device(device)
+    name = check_device(device, option)
     if name == "cpu":
         return None
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - torch is in the test environment
-        raise TabmemError(f"device {name}: needs torch, which is not installed (pip install 'tabmem[torch]')") from exc
+        raise TabmemError(
+            f"{option} {name}: needs torch, which is not installed (pip install 'tabmem[torch]')"
+        ) from exc
     if name == TORCH_CPU:
         return torch.device("cpu")
     if not torch.cuda.is_available():
         raise TabmemError(
-            f"device {name}: no CUDA device is available on this machine (torch {torch.__version__} sees none); "
+            f"{option} {name}: no CUDA device is available on this machine (torch {torch.__version__} sees none); "
             "use cpu"
         )
     dev = torch.device(name)
     if dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise TabmemError(f"device {name}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+        raise TabmemError(f"{option} {name}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return dev
 
 
@@ -189,7 +194,9 @@ def kneighbors(
                 progress(rows.stop - rows.start)
 
 
-def _search(distance: Distance, queries: Queries, rows: slice, k: int, dev: "torch.device") -> tuple[np.ndarray, np.ndarray]:
+def _search(
+    distance: Distance, queries: Queries, rows: slice, k: int, dev: "torch.device"
+) -> tuple[np.ndarray, np.ndarray]:
     """One block: candidates on the device, exact float64 re-check on the host (blocked.py, steps 2-4)."""
     import torch
 
@@ -271,7 +278,9 @@ def _l2_block(d: L2Distance, q: Queries, rows: slice, dev: "torch.device") -> De
 def _gower_block(d: GowerDistance, q: Queries, rows: slice, dev: "torch.device") -> DeviceBlock:
     import torch
 
-    ref = _reference(d, d.ref_, dev, lambda: {"aug_t": d._ref_aug_t, "miss_t": d._ref_miss_t, "onehot_t": d.ref_.onehot.T})
+    ref = _reference(
+        d, d.ref_, dev, lambda: {"aug_t": d._ref_aug_t, "miss_t": d._ref_miss_t, "onehot_t": d.ref_.onehot.T}
+    )
     b = q.aug[rows]  # type: ignore[index]
     n_rows, k = b.shape
     qmiss = q.miss[rows]
