@@ -222,3 +222,30 @@ def test_numpy_default_never_imports_torch() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_full_precision_whatever_the_caller_set(monkeypatch) -> None:
+    """TF32 / bf16 GEMMs would break the bounds: the search forces IEEE float32 and restores the setting."""
+    seen = []
+    search = device._search
+
+    def recording(*args, **kwargs):
+        seen.append((torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision))
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(device, "_search", recording)
+    ref, q, schema = tables("numerical", seed=7)
+    index = NeighborIndex("l2", n_jobs=1).fit(ref, schema)
+    before = torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision
+    try:
+        torch.backends.cuda.matmul.fp32_precision = "tf32"
+        torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+        with device.use_device(device.TORCH_CPU):
+            index.kneighbors(q, k=2)
+        assert seen and set(seen) == {("ieee", "ieee")}
+        assert (torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision) == (
+            "tf32",
+            "bf16",
+        )
+    finally:
+        torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision = before

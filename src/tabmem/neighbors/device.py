@@ -60,6 +60,10 @@ DEVICES = ("cpu", "cuda")
 TORCH_CPU = "torch-cpu"
 BYTES_PER_CELL = 16  # device memory per query x reference cell (fang2024: float64 S + float32 key)
 MAX_BLOCK_ROWS = 8192
+#: fang2024's bounds allow 2^-140 for float32 subnormals; a device that flushed them to zero would err
+#: by up to 2^-126: every device bound of fang2024 carries this much more (gower's and l2's slack
+#: is >= 1e-12 already). PyTorch's builds keep subnormals; this only keeps the proof independent of it.
+_FTZ = 2.0**-125
 
 _CURRENT: ContextVar[Any] = ContextVar("tabmem_search_device", default=None)
 _REF_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # fitted object -> {device: tensors}
@@ -126,14 +130,30 @@ def supports(distance: Distance) -> bool:
 
 @contextlib.contextmanager
 def _full_precision() -> Iterator[None]:
-    """float32 GEMMs in IEEE float32 (no TF32 or bf16 shortcuts): the error bounds assume it."""
+    """float32 GEMMs in IEEE float32 (no TF32 or bf16 shortcuts, whatever the caller set): the error bounds assume it.
+
+    torch's per-backend setting where it has one (mixing it with the legacy global one is an error
+    in torch >= 2.9), else the legacy ``set_float32_matmul_precision``; restored on exit.
+    """
     import torch
 
-    prev = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("highest")
-    try:
+    backends = [getattr(torch.backends, name, None) for name in ("cuda", "mkldnn")]
+    matmuls = [b.matmul for b in backends if hasattr(getattr(b, "matmul", None), "fp32_precision")]
+    if matmuls:
+        saved = [m.fp32_precision for m in matmuls]
+        for m in matmuls:
+            m.fp32_precision = "ieee"
+        try:
+            yield
+        finally:
+            for m, value in zip(matmuls, saved):
+                m.fp32_precision = value
+        return
+    prev = torch.get_float32_matmul_precision()  # pragma: no cover - torch < 2.9
+    torch.set_float32_matmul_precision("highest")  # pragma: no cover
+    try:  # pragma: no cover
         yield
-    finally:
+    finally:  # pragma: no cover
         torch.set_float32_matmul_precision(prev)
 
 
@@ -347,6 +367,7 @@ def _fang2024_block(d: Fang2024Distance, q: Queries, rows: slice, dev: "torch.de
         + (n_cat + 2.0) * EPS32 * (emax + n_cat * sp) * 1.01
         + n_cat * EPS32 * sp
         + 16 * EPS64 * (np.abs(emax) + (n_cat + 1.0) * sp)
+        + _FTZ
     )
     m = float(d.n_columns_)
 
@@ -388,16 +409,20 @@ def _exact_extreme(
     best = vals64[:, 0]
     runner = vals64[:, 1] if two == 2 else np.full(len(best), np.inf if smallest else -np.inf)
     out = d._exact_e(q, qi, arg)
-    d_best = d._bound(best, big_e, a)
+
+    def bound(x: np.ndarray, big: np.ndarray, aa: np.ndarray) -> np.ndarray:
+        return d._bound(x, big, aa) + _FTZ
+
+    d_best = bound(best, big_e, a)
     with np.errstate(invalid="ignore"):
         if smallest:
-            unsure = runner - d._bound(runner, big_e, a) <= best + d_best
+            unsure = runner - bound(runner, big_e, a) <= best + d_best
         else:
-            unsure = runner + d._bound(runner, big_e, a) >= best - d_best
+            unsure = runner + bound(runner, big_e, a) >= best - d_best
     unsure &= np.isfinite(runner)
     for i in np.flatnonzero(unsure):
         row = e[i].double().cpu().numpy()
-        d_row = d._bound(row, big_e[i], a[i])
+        d_row = bound(row, big_e[i], a[i])
         if smallest:
             band = np.flatnonzero(row - d_row <= best[i] + d_best[i])
         else:
