@@ -11,12 +11,10 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from cli_run import run
-
-torch = pytest.importorskip("torch")
-
-from tabmem.neighbors import device  # noqa: E402
+from tabmem.neighbors import device
 
 pytestmark = pytest.mark.device
 

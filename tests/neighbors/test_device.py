@@ -18,11 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "memorization"))
 from brute import all_distances  # noqa: E402
-
-torch = pytest.importorskip("torch")
 
 from tabmem import Schema  # noqa: E402
 from tabmem.errors import ParameterError, TabmemError  # noqa: E402
@@ -249,3 +248,17 @@ def test_full_precision_whatever_the_caller_set(monkeypatch) -> None:
         )
     finally:
         torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision = before
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("distance", DISTANCES)
+def test_cuda_equals_numpy(distance) -> None:
+    """On a machine with a GPU: the real device, larger blocks, every kind of table."""
+    for kind in ("mixed", "ties", "categorical", "numerical"):
+        ref, q, schema = tables(kind, n_ref=3000, n_q=700, seed=8)
+        index = NeighborIndex(distance, n_jobs=1).fit(ref, schema)
+        numpy_result = index.kneighbors(q, k=3)
+        with device.use_device("cuda"):
+            cuda_result = index.kneighbors(q, k=3)
+        np.testing.assert_array_equal(cuda_result[0], numpy_result[0])
+        np.testing.assert_array_equal(cuda_result[1], numpy_result[1])
