@@ -58,7 +58,7 @@ __all__ = ["DEVICES", "TORCH_CPU", "check_device", "current", "kneighbors", "sup
 DEVICES = ("cpu", "cuda")
 #: hidden device: the torch path on torch's CPU device (tests and benchmarks without a GPU)
 TORCH_CPU = "torch-cpu"
-BYTES_PER_CELL = 16  # device memory per query x reference cell (fang2024: float64 S + float32 key)
+BYTES_PER_CELL = 16  # device memory per query x reference cell (fang2024: float64 S + float32 key; gower <= 10)
 MAX_BLOCK_ROWS = 8192
 #: fang2024's bounds allow 2^-140 for float32 subnormals; a device that flushed them to zero would err
 #: by up to 2^-126: every device bound of fang2024 carries this much more (gower's and l2's slack
@@ -316,9 +316,10 @@ def _gower_block(d: GowerDistance, q: Queries, rows: slice, dev: "torch.device")
         tt = (bt[:, c : c + 1] - ref["aug_t"][c]).abs_()
         if clip[c]:
             tt.clamp_(max=1.0)
-        if nan_cols[c]:
+        if nan_cols[c]:  # both missing: 0, one missing: 1 (in place: two bool masks, no float temporaries)
             qc, rm = qm[:, c : c + 1], ref["miss_t"][c]
-            tt = torch.where(qc | rm, (qc ^ rm).to(tt.dtype), tt)
+            tt.masked_fill_(qc & rm, 0.0)
+            tt.masked_fill_(qc ^ rm, 1.0)
         key += tt
     margin = np.full(n_rows, (4 * k + 4) * EPS32 * (k + d.n_cat_total) + 1e-12)
     qi = np.arange(rows.start, rows.start + n_rows)
@@ -420,13 +421,26 @@ def _exact_extreme(
         else:
             unsure = runner + bound(runner, big_e, a) >= best - d_best
     unsure &= np.isfinite(runner)
+    # the band prefiltered on the device: D(x) <= s + r x + c0 (Fang2024Distance._bound, plus _FTZ), so
+    # x - D(x) <= t implies x <= (t + s + c0) / (1 - r), and x + D(x) >= t implies x >= (t - s - c0) / (1 + r);
+    # only those rows come back, where the band's own test runs on them as the numpy pass runs it on all
+    r = ((d._k + 4) * EPS64 + 0.5 * EPS32) * (1 + EPS32)
+    c0 = r * 2.0**-149 + 2.0**-140 + _FTZ
     for i in np.flatnonzero(unsure):
-        row = e[i].double().cpu().numpy()
-        d_row = bound(row, big_e[i], a[i])
+        s = float(np.sqrt(big_e[i]) + a[i])
         if smallest:
-            band = np.flatnonzero(row - d_row <= best[i] + d_best[i])
+            t = best[i] + d_best[i]
+            pre = (t + s + c0) / (1 - r) * (1 + 1e-12)
+            near = torch.nonzero(e[i].double() <= pre).flatten()
         else:
-            band = np.flatnonzero(row + d_row >= best[i] - d_best[i])
+            t = best[i] - d_best[i]
+            pre = (t - s - c0) / (1 + r)
+            pre -= abs(pre) * 1e-12 + c0
+            near = torch.nonzero(e[i].double() >= pre).flatten()
+        cols = near.cpu().numpy()
+        row = e[i][near].double().cpu().numpy()
+        d_row = bound(row, big_e[i], a[i])
+        band = cols[row - d_row <= t] if smallest else cols[row + d_row >= t]
         band_e = d._exact_e(q, np.full(len(band), qi[i]), band)
         out[i] = band_e.min() if smallest else band_e.max()
     return out, best
