@@ -5,7 +5,7 @@ torch code as CUDA. Each table is searched by the numpy path and by the device p
 blocks, so block boundaries are crossed) and the results must be identical; the device path is
 also checked against a float64 brute force, and spied on so that a silent fallback to numpy cannot
 pass. Tables: mixed with missing values on either side, ties (duplicated reference rows, integer
-values), categorical-only, numerical-only, queries far outside the reference (l2's exact fallback),
+values), near-ties below float32's resolution, categorical-only, numerical-only, queries far outside the reference (l2's exact fallback),
 fewer reference rows than k. LevAtt's bag bounds and its whole search likewise.
 """
 
@@ -33,8 +33,13 @@ DISTANCES = ("gower", "fang2024", "l2")
 
 
 def table(kind: str, n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, Schema]:
-    """A random table of ``kind``: mixed (with NaN), ties, categorical, numerical."""
+    """A random table of ``kind``: mixed (with NaN), ties, near (differences below float32's resolution), categorical,
+    numerical."""
     cols: dict[str, np.ndarray] = {}
+    if kind == "near":  # float32 keys cannot order these rows: the exact re-check must
+        cols["x"] = rng.choice([0.0, 1000.0], n) + rng.integers(0, 40, n) * 1e-9
+        cols["y"] = rng.choice([-5.0, 5.0], n) - rng.integers(0, 40, n) * 1e-9
+        cols["c"] = rng.choice(["a", "b"], n)
     if kind in ("mixed", "numerical", "ties"):
         cols["x"] = rng.integers(0, 4, n).astype(float) if kind == "ties" else rng.normal(0.0, 3.0, n)
         cols["y"] = rng.integers(0, 3, n).astype(float) if kind == "ties" else rng.uniform(-1.0, 9.0, n)
@@ -88,7 +93,7 @@ def both(index: NeighborIndex, q: pd.DataFrame, k: int, block_rows: int = 16):
 
 
 @pytest.mark.parametrize("distance", DISTANCES)
-@pytest.mark.parametrize("kind", ["mixed", "ties", "categorical", "numerical"])
+@pytest.mark.parametrize("kind", ["mixed", "ties", "near", "categorical", "numerical"])
 def test_device_path_equals_numpy_path_bit_for_bit(distance, kind, spy) -> None:
     ref, q, schema = tables(kind)
     index = NeighborIndex(distance, n_jobs=1).fit(ref, schema)
@@ -254,7 +259,7 @@ def test_full_precision_whatever_the_caller_set(monkeypatch) -> None:
 @pytest.mark.parametrize("distance", DISTANCES)
 def test_cuda_equals_numpy(distance) -> None:
     """On a machine with a GPU: the real device, larger blocks, every kind of table."""
-    for kind in ("mixed", "ties", "categorical", "numerical"):
+    for kind in ("mixed", "ties", "near", "categorical", "numerical"):
         ref, q, schema = tables(kind, n_ref=3000, n_q=700, seed=8)
         index = NeighborIndex(distance, n_jobs=1).fit(ref, schema)
         numpy_result = index.kneighbors(q, k=3)
