@@ -267,3 +267,23 @@ def test_cuda_equals_numpy(distance) -> None:
             cuda_result = index.kneighbors(q, k=3)
         np.testing.assert_array_equal(cuda_result[0], numpy_result[0])
         np.testing.assert_array_equal(cuda_result[1], numpy_result[1])
+
+
+def test_levatt_worker_processes_stay_off_the_device(monkeypatch) -> None:
+    """Forked workers cannot use the parent's CUDA context: they compute their bounds on their CPU."""
+    import tabmem.neighbors.levenshtein as lev
+
+    rng = np.random.default_rng(9)
+    ref, q = strings(rng, 120, "0123456789,.", (5, 25)), strings(rng, 40, "0123456789,.", (5, 25))
+    index = LevenshteinIndex(n_jobs=2, block_size=8).fit(ref)
+    expected = index.query(q)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a worker process used the device")
+
+    monkeypatch.setattr(lev, "_PARALLEL_MIN_PAIRS", 0)  # worker processes even for this small search
+    monkeypatch.setattr(device, "bag_bounds", refuse)
+    with device.use_device(device.TORCH_CPU):
+        found = index.query(q)
+    np.testing.assert_array_equal(found.distance, expected.distance)
+    np.testing.assert_array_equal(found.index, expected.index)

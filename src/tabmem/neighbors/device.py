@@ -123,6 +123,11 @@ def current() -> "torch.device | None":
     return _CURRENT.get()
 
 
+def not_in_workers() -> None:
+    """Called first in a forked worker process: its searches take the numpy path (CUDA cannot be used after a fork)."""
+    _CURRENT.set(None)
+
+
 def supports(distance: Distance) -> bool:
     """Whether the device path has this distance's fast pass (exact types: a subclass may change the block)."""
     return type(distance) in (Fang2024Distance, GowerDistance, L2Distance)

@@ -180,7 +180,7 @@ class LevenshteinIndex:
         step = int(max(1, min(self.block_size, _BLOCK_BYTES // (16 * len(self.strings_)))))
         blocks = [(i, min(i + step, n)) for i in range(0, n, step)]
         small = n * len(self.strings_) < _PARALLEL_MIN_PAIRS
-        if jobs == 1 or len(blocks) == 1 or small or device.current() is not None:  # a device: in this process
+        if jobs == 1 or len(blocks) == 1 or small:
             parts = [_search_block(self, queries[a:b]) for a, b in blocks]
         else:
             parts = _parallel(self, queries, blocks, jobs)
@@ -306,6 +306,7 @@ _WORKER_INDEX: LevenshteinIndex | None = None
 
 def _worker_init(index: LevenshteinIndex | None) -> None:
     global _WORKER_INDEX
+    device.not_in_workers()  # a forked worker must not touch the parent's CUDA device: its bounds on its CPU
     try:  # one BLAS thread per worker process
         from threadpoolctl import threadpool_limits
 
