@@ -145,13 +145,14 @@ def test_far_queries_and_wild_reference_rows_take_the_exact_fallback(spy) -> Non
 
 
 @pytest.mark.parametrize("distance", DISTANCES)
-def test_fewer_reference_rows_than_k(distance) -> None:
-    ref, q, schema = tables("mixed", n_ref=3, n_q=9, seed=4)
+@pytest.mark.parametrize("n_ref", [1, 3])
+def test_fewer_reference_rows_than_k(distance, n_ref) -> None:
+    ref, q, schema = tables("mixed", n_ref=n_ref, n_q=9, seed=4)
     index = NeighborIndex(distance, n_jobs=1).fit(ref, schema)
     (i_np, d_np), (i_dev, d_dev) = both(index, q, 5, block_rows=4)
     np.testing.assert_array_equal(i_dev, i_np)
     np.testing.assert_array_equal(d_dev, d_np)
-    assert (i_dev[:, 3:] == -1).all() and np.isinf(d_dev[:, 3:]).all()
+    assert (i_dev[:, n_ref:] == -1).all() and np.isinf(d_dev[:, n_ref:]).all()
 
 
 def test_refitting_moves_the_new_reference_to_the_device() -> None:
@@ -287,3 +288,18 @@ def test_levatt_worker_processes_stay_off_the_device(monkeypatch) -> None:
         found = index.query(q)
     np.testing.assert_array_equal(found.distance, expected.distance)
     np.testing.assert_array_equal(found.index, expected.index)
+
+
+def test_ceil32_is_the_smallest_float32_not_below() -> None:
+    """Near-ties are fetched by comparing float32 keys with the bound rounded up to float32: no key may be lost."""
+    rng = np.random.default_rng(10)
+    x = np.concatenate([rng.normal(0, 10, 500), rng.normal(0, 1e-30, 50), [0.0, 1.0, -1.5, 1e39, -1e39, 3.4e38]])
+    with np.errstate(over="ignore"):
+        grid = x.astype(np.float32).astype(np.float64)  # values exactly on the float32 grid too
+    x = np.concatenate([x, grid[np.isfinite(grid)]])
+    y = device._ceil32(x)
+    assert y.dtype == np.float32
+    assert (y.astype(np.float64) >= x).all()
+    with np.errstate(over="ignore"):
+        below = np.nextafter(y, np.float32(-np.inf)).astype(np.float64)
+    assert (below < x).all()

@@ -242,18 +242,36 @@ def _search(
         return cand[:, :kk], exact[:, :kk]
     floor = blk.key_to_distance(r, cand_key[:, m - 1] - blk.margin)
     margin = np.broadcast_to(np.asarray(blk.margin, dtype=np.float64), (n_rows,))
-    for i in np.flatnonzero(~(exact[:, kk - 1] < floor)):
-        if not np.isfinite(margin[i]):  # no information in the keys: every reference row
-            extra = np.arange(n_ref)
-        else:  # near-tie: every row whose key could beat the current k-th (compared in float64)
-            bound = float(blk.distance_to_key(np.array([i]), exact[i, kk - 1 : kk])[0] + margin[i])
-            hits = torch.nonzero(key[i].double() <= bound).flatten().cpu().numpy()
-            extra = np.union1d(hits, cand[i])
+    tied = np.flatnonzero(~(exact[:, kk - 1] < floor))
+    if not tied.size:
+        return cand[:, :kk], exact[:, :kk]
+    # near-ties: every row whose key could beat the current k-th, for all such rows in one device pass
+    bounded = tied[np.isfinite(margin[tied])]
+    hits: dict[int, np.ndarray] = {}
+    if bounded.size:
+        bound = blk.distance_to_key(bounded, exact[bounded, kk - 1]) + margin[bounded]
+        limit = _ceil32(bound)  # a float32 key is <= bound exactly when it is <= limit
+        rr, cc = torch.nonzero(key[_on(bounded, dev)] <= _on(limit, dev)[:, None], as_tuple=True)
+        rr, cc = rr.cpu().numpy(), cc.cpu().numpy()
+        starts = np.searchsorted(rr, np.arange(bounded.size + 1))  # nonzero lists row by row
+        hits = {int(i): cc[starts[t] : starts[t + 1]] for t, i in enumerate(bounded)}
+    for i in tied:
+        # no information in the keys (infinite margin): every reference row
+        extra = np.union1d(hits[i], cand[i]) if i in hits else np.arange(n_ref)
         d_extra = blk.exact(np.full(len(extra), i), extra)
         best = np.lexsort((extra, d_extra))[:kk]
         cand[i, :kk] = extra[best]
         exact[i, :kk] = d_extra[best]
     return cand[:, :kk], exact[:, :kk]
+
+
+def _ceil32(x: np.ndarray) -> np.ndarray:
+    """The smallest float32 >= each float64 value (``inf`` beyond float32's range)."""
+    with np.errstate(over="ignore"):
+        y = x.astype(np.float32)
+    up = y.astype(np.float64) < x
+    y[up] = np.nextafter(y[up], np.float32(np.inf))
+    return y
 
 
 def _block(distance: Distance, q: Queries, rows: slice, dev: "torch.device") -> DeviceBlock:
