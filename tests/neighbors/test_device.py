@@ -303,3 +303,15 @@ def test_ceil32_is_the_smallest_float32_not_below() -> None:
     with np.errstate(over="ignore"):
         below = np.nextafter(y, np.float32(-np.inf)).astype(np.float64)
     assert (below < x).all()
+
+
+@pytest.mark.parametrize("kind", ["ties", "near"])
+def test_near_ties_fetched_in_small_groups(kind, monkeypatch) -> None:
+    """Near-ties and fang2024's bands come back in groups of at most a few pairs (bounded memory): same results."""
+    monkeypatch.setattr(device, "_HIT_PAIRS", 5)  # most groups one row, many rows alone above the limit
+    ref, q, schema = tables(kind, seed=11)
+    for name in DISTANCES:
+        index = NeighborIndex(name, n_jobs=1).fit(ref, schema)
+        (i_np, d_np), (i_dev, d_dev) = both(index, q, 3, block_rows=32)
+        np.testing.assert_array_equal(i_dev, i_np)
+        np.testing.assert_array_equal(d_dev, d_np)

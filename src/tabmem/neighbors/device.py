@@ -64,6 +64,7 @@ MAX_BLOCK_ROWS = 8192
 #: by up to 2^-126: every device bound of fang2024 carries this much more (gower's and l2's slack
 #: is >= 1e-12 already). PyTorch's builds keep subnormals; this only keeps the proof independent of it.
 _FTZ = 2.0**-125
+_HIT_PAIRS = 1 << 20  # (query, reference) pairs of near-ties or bands fetched from the device at a time
 
 _CURRENT: ContextVar[Any] = ContextVar("tabmem_search_device", default=None)
 _REF_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # fitted object -> {device: tensors}
@@ -243,26 +244,46 @@ def _search(
     floor = blk.key_to_distance(r, cand_key[:, m - 1] - blk.margin)
     margin = np.broadcast_to(np.asarray(blk.margin, dtype=np.float64), (n_rows,))
     tied = np.flatnonzero(~(exact[:, kk - 1] < floor))
-    if not tied.size:
-        return cand[:, :kk], exact[:, :kk]
-    # near-ties: every row whose key could beat the current k-th, for all such rows in one device pass
-    bounded = tied[np.isfinite(margin[tied])]
-    hits: dict[int, np.ndarray] = {}
-    if bounded.size:
-        bound = blk.distance_to_key(bounded, exact[bounded, kk - 1]) + margin[bounded]
-        limit = _ceil32(bound)  # a float32 key is <= bound exactly when it is <= limit
-        rr, cc = torch.nonzero(key[_on(bounded, dev)] <= _on(limit, dev)[:, None], as_tuple=True)
-        rr, cc = rr.cpu().numpy(), cc.cpu().numpy()
-        starts = np.searchsorted(rr, np.arange(bounded.size + 1))  # nonzero lists row by row
-        hits = {int(i): cc[starts[t] : starts[t + 1]] for t, i in enumerate(bounded)}
-    for i in tied:
-        # no information in the keys (infinite margin): every reference row
-        extra = np.union1d(hits[i], cand[i]) if i in hits else np.arange(n_ref)
+
+    def settle(i: int, extra: np.ndarray) -> None:  # the k nearest of row i among ``extra``, exactly
         d_extra = blk.exact(np.full(len(extra), i), extra)
         best = np.lexsort((extra, d_extra))[:kk]
         cand[i, :kk] = extra[best]
         exact[i, :kk] = d_extra[best]
+
+    for i in tied[~np.isfinite(margin[tied])]:  # no information in the keys: every reference row
+        settle(i, np.arange(n_ref))
+    bounded = tied[np.isfinite(margin[tied])]
+    if bounded.size:  # near-ties: every row whose key could beat the current k-th, fetched in few device passes
+        limit = _ceil32(blk.distance_to_key(bounded, exact[bounded, kk - 1]) + margin[bounded])
+        mask = key[_on(bounded, dev)] <= _on(limit, dev)[:, None]  # float32 key <= limit iff key <= bound
+        for start, stop, rr, cc, _ in _hits(mask):
+            first = np.searchsorted(rr, np.arange(start, stop + 1))
+            for t in range(stop - start):
+                i = bounded[start + t]
+                settle(i, np.union1d(cc[first[t] : first[t + 1]], cand[i]))
     return cand[:, :kk], exact[:, :kk]
+
+
+def _hits(
+    mask: "torch.Tensor", values: "torch.Tensor | None" = None
+) -> Iterator[tuple[int, int, np.ndarray, np.ndarray, np.ndarray | None]]:
+    """The true entries of ``mask`` (row-major, and ``values`` there in float64) in groups of whole rows.
+
+    Yields ``(start, stop, rows, columns, values)`` for rows ``start:stop``, each group holding at most
+    ``_HIT_PAIRS`` entries (a single row may hold more): bounded memory whatever the ties.
+    """
+    import torch
+
+    ends = np.cumsum(mask.sum(dim=1).cpu().numpy())
+    start = 0
+    while start < len(ends):
+        before = int(ends[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(ends, before + _HIT_PAIRS, side="right")), start + 1)
+        rr, cc = torch.nonzero(mask[start:stop], as_tuple=True)
+        vals = None if values is None else values[start:stop][rr, cc].double().cpu().numpy()
+        yield start, stop, rr.cpu().numpy() + start, cc.cpu().numpy(), vals
+        start = stop
 
 
 def _ceil32(x: np.ndarray) -> np.ndarray:
@@ -449,23 +470,29 @@ def _exact_extreme(
     # only those rows come back, where the band's own test runs on them as the numpy pass runs it on all
     r = ((d._k + 4) * EPS64 + 0.5 * EPS32) * (1 + EPS32)
     c0 = r * 2.0**-149 + 2.0**-140 + _FTZ
-    for i in np.flatnonzero(unsure):
-        s = float(np.sqrt(big_e[i]) + a[i])
-        if smallest:
-            t = best[i] + d_best[i]
-            pre = (t + s + c0) / (1 - r) * (1 + 1e-12)
-            near = torch.nonzero(e[i].double() <= pre).flatten()
-        else:
-            t = best[i] - d_best[i]
-            pre = (t - s - c0) / (1 + r)
-            pre -= abs(pre) * 1e-12 + c0
-            near = torch.nonzero(e[i].double() >= pre).flatten()
-        cols = near.cpu().numpy()
-        row = e[i][near].double().cpu().numpy()
-        d_row = bound(row, big_e[i], a[i])
-        band = cols[row - d_row <= t] if smallest else cols[row + d_row >= t]
-        band_e = d._exact_e(q, np.full(len(band), qi[i]), band)
-        out[i] = band_e.min() if smallest else band_e.max()
+    rows = np.flatnonzero(unsure)
+    if not rows.size:
+        return out, best
+    spread = np.sqrt(big_e[rows]) + a[rows]
+    dev = e.device
+    sub = e[_on(rows, dev)]
+    if smallest:
+        t = best[rows] + d_best[rows]
+        pre = (t + spread + c0) / (1 - r) * (1 + 1e-12)
+        mask = sub <= _on(_ceil32(pre), dev)[:, None]
+    else:
+        t = best[rows] - d_best[rows]
+        pre = (t - spread - c0) / (1 + r)
+        pre -= np.abs(pre) * 1e-12 + c0
+        mask = sub >= _on(-_ceil32(-pre), dev)[:, None]  # the largest float32 <= pre
+    for start, stop, rr, cc, vals in _hits(mask, sub):
+        d_vals = bound(vals, big_e[rows[rr]], a[rows[rr]])
+        keep = vals - d_vals <= t[rr] if smallest else vals + d_vals >= t[rr]  # the band, as the numpy pass
+        rr, cc = rr[keep], cc[keep]
+        band_e = d._exact_e(q, qi[rows[rr]], cc)
+        extreme = np.full(stop - start, np.inf if smallest else -np.inf)  # each row's band holds its arg-extreme
+        (np.minimum if smallest else np.maximum).at(extreme, rr - start, band_e)
+        out[rows[start:stop]] = extreme
     return out, best
 
 
