@@ -315,3 +315,14 @@ def test_near_ties_fetched_in_small_groups(kind, monkeypatch) -> None:
         (i_np, d_np), (i_dev, d_dev) = both(index, q, 3, block_rows=32)
         np.testing.assert_array_equal(i_dev, i_np)
         np.testing.assert_array_equal(d_dev, d_np)
+
+
+def test_device_out_of_memory_is_one_clear_error(monkeypatch) -> None:
+    def exhausted(*args, **kwargs):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(device, "_search", exhausted)
+    ref, q, schema = tables("numerical", seed=12)
+    index = NeighborIndex("l2", n_jobs=1).fit(ref, schema)
+    with device.use_device(device.TORCH_CPU), pytest.raises(TabmemError, match="out of memory .* lower memory_budget"):
+        index.kneighbors(q, k=2)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tabmem.errors import ParameterError, TabmemError
+from tabmem.errors import ParameterError, TabmemError, suggest
 from tabmem.neighbors.distances import (
     EPS32,
     EPS64,
@@ -208,12 +208,21 @@ def kneighbors(
 
     Blocks of query rows hold at most ``memory_budget`` bytes of device memory.
     """
+    import torch
+
     n_q, n_ref = len(queries), distance.n_ref
     step = block_rows or int(np.clip(memory_budget // (BYTES_PER_CELL * n_ref), 1, MAX_BLOCK_ROWS))
     with _full_precision():
         for start in range(0, n_q, step):
             rows = slice(start, min(start + step, n_q))
-            i, d = _search(distance, queries, rows, k, dev)
+            try:
+                i, d = _search(distance, queries, rows, k, dev)
+            except torch.cuda.OutOfMemoryError as exc:
+                budget = suggest("memory_budget", "--memory-gb")
+                advice = f"lower {budget} or free the device" if budget else "free the device"
+                raise TabmemError(
+                    f"device {dev}: out of memory with blocks of {rows.stop - rows.start} x {n_ref:,} rows; {advice}"
+                ) from exc
             idx[rows, : i.shape[1]] = i
             dist[rows, : d.shape[1]] = d
             if progress:
