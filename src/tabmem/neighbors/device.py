@@ -17,12 +17,14 @@ order of the exact values, which does not depend on which valid keys led there: 
 distances equal the numpy path's bit for bit. The re-check stays on the host because it touches
 ``k + 1`` pairs per row (negligible next to the ``n_ref`` cells of the fast pass) and because the
 exact values are then computed by one piece of code whatever the device. Near-ties fetch only the
-indices whose key can still compete (compared in float64 on the device). TF32 and reduced-precision
-GEMMs would break the bounds: the search runs under ``torch.set_float32_matmul_precision("highest")``.
+indices whose key can still compete (float32 keys against the bound rounded up to float32: the
+same set as a float64 comparison), in groups of bounded size. TF32 and reduced-precision GEMMs
+would break the bounds: the search forces IEEE float32 matmuls (:func:`_full_precision`).
 
 The device path has no categorical pruning (on a GPU the dense block is cheaper than the pruning's
 host-side bookkeeping; both are exact) and no worker threads (the device is the parallelism).
-Distances other than ``gower``, ``fang2024`` and ``l2`` (user-registered ones) keep the numpy path.
+Distances other than ``gower``, ``fang2024`` and ``l2`` (subclasses, user-registered ones) keep the
+numpy path; so do forked worker processes (:func:`not_in_workers`).
 The hidden device ``"torch-cpu"`` runs the torch path on the CPU: tests and the benchmark use it
 where no GPU is present.
 """
@@ -52,7 +54,18 @@ from tabmem.neighbors.distances import (
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DEVICES", "TORCH_CPU", "check_device", "current", "kneighbors", "supports", "torch_device", "use_device"]
+__all__ = [
+    "DEVICES",
+    "TORCH_CPU",
+    "bag_bounds",
+    "check_device",
+    "current",
+    "kneighbors",
+    "not_in_workers",
+    "supports",
+    "torch_device",
+    "use_device",
+]
 
 #: device names a user passes (``cuda:N`` picks a GPU); ``"cpu"`` is the numpy path
 DEVICES = ("cpu", "cuda")
