@@ -449,6 +449,8 @@ CASES: list[Case] = [
          match=r"flux_capacitor"),
     Case("param_bad_value", "5 options", ("train",), "error", args=("--param", "lr=-1"), match=r"lr"),
     Case("device_unknown", "5 options", ("train", "sample"), "error", args=("--device", "tpu9"), match=r"--device.*tpu9"),
+    Case("search_device_unknown", "5 options", ("audit", "attack"), "error", args=("--device", "tpu9"),
+         match=r"--device.*tpu9"),
     Case("track_samples_zero", "5 options", ("train",), "error", args=("--track-samples", "0"),
          match=r"--track-samples"),
     Case("sample_n_zero", "5 options", ("sample",), "error", args=("--n", "0"), match=r"--n"),

@@ -78,6 +78,7 @@ __all__ = [
     "ratio_option",
     "read_user_table",
     "schema_options",
+    "search_device_option",
     "seed_option",
     "sep_option",
     "set_torch_threads",
@@ -215,6 +216,23 @@ def distance_option(
     from tabmem.neighbors.distances import DEFAULT_DISTANCE, DISTANCES
 
     return choice_option("--distance", DISTANCES.names(), help, default=default or DEFAULT_DISTANCE)
+
+
+def _search_device(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from tabmem.neighbors.device import check_device, torch_device
+
+    torch_device(value, "--device")  # checked before any work: one line when CUDA (or torch) is absent
+    return check_device(value, "--device")
+
+
+def search_device_option(
+    help: str = "Where the exact neighbour search computes its distance blocks: cpu (numpy) or cuda / cuda:N "
+    "(torch; the same neighbours and distances, docs/neighbors.md).",
+) -> Callable[[Callable], Callable]:
+    """``--device`` of the exact neighbour searches (:func:`tabmem.neighbors.device.use_device`); default cpu."""
+    return click.option(
+        "--device", default="cpu", show_default=True, callback=_search_device, metavar="cpu|cuda|cuda:N", help=help
+    )
 
 
 def executor_option(help: str) -> Callable[[Callable], Callable]:

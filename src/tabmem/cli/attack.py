@@ -39,6 +39,7 @@ from tabmem.cli._options import (
     preset_option,
     read_user_table,
     schema_options,
+    search_device_option,
     seed_option,
     threads_option,
 )
@@ -68,6 +69,10 @@ if TYPE_CHECKING:
 @count_option("--n-bootstrap", "Bootstrap resamples of the AUC CI (0: no CI).", default=200, min=0)
 @seed_option("Seed of the bootstrap, the shadows and the ε bound's split.")
 @n_jobs_option("Workers of the neighbour searches (default: the CPUs available; -1: all).")
+@search_device_option(
+    "Where the no-box attacks' exact searches compute their dense blocks (LevAtt's bag bounds, the nearest "
+    "neighbours of DCR and MC): cpu (numpy) or cuda / cuda:N (torch; the same results, docs/neighbors.md)."
+)
 @file_option(
     "--population",
     "population_path",
@@ -144,12 +149,14 @@ def attack(
     claimed_delta: float | None,
     confidence: float,
     out_dir: str,
+    device: str,
     **options: Any,
 ) -> None:
     """Membership inference: can the synthetic table (and shadow generators) tell who was in the training data?"""
     from rich.console import Console
 
     from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
+    from tabmem.neighbors.device import use_device
     from tabmem.runs.attack import attack_to_dir
     from tabmem.runs.pool import check_pool
 
@@ -170,7 +177,7 @@ def attack(
     )
     console = Console()
     with limit_threads(density_threads):
-        summary = attack_to_dir(
+        summary = use_device(device)(attack_to_dir)(  # the no-box attacks' searches on --device
             members,
             non_members,
             synthetic,

@@ -32,12 +32,14 @@ from tabmem.cli._options import (
     n_jobs_option,
     prepare_out_dir,
     read_user_table,
+    search_device_option,
     seed_option,
     training_table_options,
 )
 from tabmem.errors import TabmemError
 from tabmem.memorization.replicas import DUPLICATES, ReplicaDetector
 from tabmem.memorization.summary import AuditSummary
+from tabmem.neighbors.device import use_device
 from tabmem.runs.audit import AUDIT_RUN, audit_to_dir
 
 PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
@@ -172,6 +174,7 @@ def _with_holdout(value: float | None, hold: float | None) -> str:
 @click.option(
     "--memory-gb", type=MEMORY_GB, default=1.0, show_default=True, help="Working-memory budget of the search (GiB)."
 )
+@search_device_option()
 def audit(
     synthetic,
     holdout,
@@ -189,6 +192,7 @@ def audit(
     show_records,
     n_jobs,
     memory_gb,
+    device,
     **table: Any,
 ) -> None:
     """Find synthetic rows that replicate training rows (d1/d2 < threshold), exact copies and rare-value leakage."""
@@ -216,7 +220,7 @@ def audit(
         rare_k=rare_k,
     )
     echo_threads(resolve_n_jobs(n_jobs, "--n-jobs"), 1, "each in the neighbour search")
-    summary = audit_to_dir(
+    summary = use_device(device)(audit_to_dir)(  # the neighbour searches on --device
         detector,
         train_df,
         syn,

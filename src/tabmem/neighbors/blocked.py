@@ -37,6 +37,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from tabmem._checks import check_positive_int, resolve_n_jobs
+from tabmem.neighbors import device
 from tabmem.neighbors.distances import Distance, PrunedBlock, Queries
 
 DEFAULT_MEMORY_BUDGET = 1 << 30  # bytes of working memory for all workers together
@@ -74,6 +75,11 @@ def kneighbors(
     idx = np.full((n_q, k), -1, dtype=np.int64)
     dist = np.full((n_q, k), np.inf, dtype=np.float64)
     if n_q == 0 or n_ref == 0:
+        return idx, dist
+    dev = device.current()  # inside device.use_device("cuda"): the distance blocks run on that device
+    if dev is not None and device.supports(distance):
+        device.kneighbors(distance, queries, k, dev, idx, dist, memory_budget=memory_budget,
+                          block_rows=block_rows, progress=progress)  # fmt: skip
         return idx, dist
     n_jobs = resolve_n_jobs(n_jobs)
     step = block_rows or block_rows_for(n_ref, n_jobs, memory_budget)

@@ -43,6 +43,7 @@ from rapidfuzz.distance import LCSseq, Levenshtein
 
 from tabmem._checks import check_positive_int, resolve_n_jobs
 from tabmem.errors import TabmemError
+from tabmem.neighbors import device
 
 _MAX_BUCKETS = 96  # distinct characters kept as their own count bucket (the rest share one)
 _MAX_UNARY = 48  # unary columns per bucket; wider count ranges are quantised (still a valid bound)
@@ -199,6 +200,9 @@ class LevenshteinIndex:
         codes, base = enc.encode(counts, query=True)
         lq = np.fromiter((len(s) for s in queries), dtype=np.float32, count=len(queries))
         ls = self._lengths_f32
+        dev = device.current()
+        if dev is not None:  # the same bounds computed on the device (device.bag_bounds)
+            return device.bag_bounds(self, codes, self.codes_t_, base, lq, ls, enc.quantised, dev)
         lb = np.maximum(lq[:, None], ls[None, :])
         if enc.dim:
             # sum_c min(n_c(q), n_c(s)) <= base_q + codes product, so lb stays a valid lower bound
@@ -302,6 +306,7 @@ _WORKER_INDEX: LevenshteinIndex | None = None
 
 def _worker_init(index: LevenshteinIndex | None) -> None:
     global _WORKER_INDEX
+    device.not_in_workers()  # a forked worker must not touch the parent's CUDA device: its bounds on its CPU
     try:  # one BLAS thread per worker process
         from threadpoolctl import threadpool_limits
 
