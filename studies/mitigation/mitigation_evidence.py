@@ -22,6 +22,12 @@ scratch for the full schedule, each judged by :func:`tabmem.runs.dynamiccut.eval
 * ``dcm``           DynamicCutMix: ``dc10``'s ranking (the same warm-up) + TabCutMix 30% of the pruned table
 * ``smote30``       SMOTE (imbalanced-learn SMOTENC), 30% new rows of the minority class
 * ``tcmp30``, ``mixup30``, ``ijf30``  the other baselines (part 4)
+* ``mstop``         memorization-aware checkpoint choice (``tabmem train --stop-excess``): ONE training
+  per seed, tracked every ``--track-every`` epochs against a *selection* holdout (another
+  ``--n-train`` rows of the training split, disjoint from the evaluation holdout); ``mstop`` is the
+  chosen epoch's model and ``none`` the last epoch's model of the SAME run (so this arm writes both
+  ``mstop/seedN`` and ``none/seedN``: run it under its own ``--tag``). Each is judged on ``--samples``
+  samples (``eval_k.json``, as ``--reeval``) and by the DCR membership attack (``attack.json``).
 * ``xfer-<model>-<arm>``  transfer: prune this model's table with ``<model>``'s ``<arm>`` ranking
   (same seed), e.g. ``xfer-tabddpm-dc10`` for TVAE.
 
@@ -108,6 +114,97 @@ def evaluate(model_dir: Path, train, schema, hold, test, seed, pruned, mle_grid)
     return out
 
 
+def selection_rows(dataset: str, n_train: int, data_dir: str) -> pd.DataFrame:
+    """Rows 2n..3n of the permutation ``data`` uses: unseen by training and by the evaluation holdout."""
+    from tabmem.data.datasets import load_dataset
+
+    ds = load_dataset(dataset, data_dir=data_dir)
+    perm = np.random.default_rng(0).permutation(len(ds.train))
+    return ds.train.iloc[perm[2 * n_train : 3 * n_train]].reset_index(drop=True)
+
+
+def more_samples(model_dir: Path, train, hold, schema, seed: int, k: int) -> dict[str, Any]:
+    """``k`` more |train|-row samples of the model, scored with both distances (eval_k.json's format)."""
+    from tabmem.generators import load_generator
+    from tabmem.memorization.replicas import ReplicaDetector
+
+    gen = load_generator(model_dir / "model.pt", device="cpu")
+    samples = [
+        gen.sample(len(train), random_state=int(np.random.SeedSequence([seed, 3000 + j]).generate_state(1)[0]))
+        for j in range(k)
+    ]
+    out: dict[str, Any] = {"k": k, "seed": seed}
+    for d in ("fang2024", "gower"):
+        det = ReplicaDetector(d, n_jobs=1).fit(train, schema)
+        h = det.score(hold, name="holdout", unseen="mismatch").memorization_rate
+        rates = [det.score(s, unseen="mismatch").memorization_rate for s in samples]
+        out[d] = {"rates": rates, "memorization_rate": float(np.mean(rates)), "holdout_memorization_rate": h,
+                  "excess_memorization": float(np.mean(rates)) - h}  # fmt: skip
+    return out
+
+
+def dcr_attack(model_dir: Path, train, hold, schema, seed: int) -> dict[str, Any]:
+    """DCR membership attack (members: the training rows, non-members: the evaluation holdout) on the
+    sample ``evaluate`` judged; AUC with its bootstrap interval."""
+    from tabmem.attacks.dcr import DCR
+    from tabmem.attacks.evaluation import evaluate_membership
+    from tabmem.generators import load_generator
+
+    gen = load_generator(model_dir / "model.pt", device="cpu")
+    synthetic = gen.sample(len(train), random_state=int(np.random.SeedSequence([seed, 2024]).generate_state(1)[0]))
+    attack = DCR(n_jobs=1).fit(synthetic, schema)
+    scores = np.concatenate([attack.score(train), attack.score(hold)])
+    member = np.r_[np.ones(len(train), bool), np.zeros(len(hold), bool)]
+    r = evaluate_membership(scores, member, n_bootstrap=1000, random_state=seed)
+    return {"attack": "dcr", "distance": attack.distance, "auc": r.auc, "auc_ci": list(r.auc_ci)}
+
+
+def run_mstop(args, seed: int, train, hold, test, schema) -> None:
+    """The ``mstop`` arm: one tracked training, the chosen and the last epoch judged alike."""
+    import shutil
+
+    from tabmem._io import write_json
+    from tabmem.runs.train import train_to_dir
+
+    root = Path(args.out) / args.tag / args.model
+    run, none = root / "mstop" / f"seed{seed}", root / "none" / f"seed{seed}"
+    if (run / "eval.json").is_file() and (none / "eval.json").is_file():
+        print(f"skip {run} (done)", flush=True)
+        return
+    run.mkdir(parents=True, exist_ok=True)
+    params = {"epochs": args.epochs, **json.loads(args.params)}
+    t0 = time.perf_counter()
+    print(f"run {run}", flush=True)
+    if not (run / "train" / "summary.json").is_file():
+        selection = selection_rows(args.dataset, args.n_train, args.data_dir)
+        train_to_dir(
+            train, schema, run / "train", model=args.model, preset=args.preset, params=params, seed=seed,
+            distance="fang2024", track_every=args.track_every, holdout=hold,
+            resume=(run / "train" / "config.json").is_file(), stop_excess=args.stop_excess,
+            quality_floor=args.quality_floor, choose=args.choose, selection_holdout=selection,
+        )  # fmt: skip
+    trained = time.perf_counter() - t0
+    (none / "train").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(run / "train" / "last_model.pt", none / "train" / "model.pt")
+    chosen = json.loads((run / "train" / "summary.json").read_text())["selection"]
+    for arm_dir in (run, none):
+        t1 = time.perf_counter()
+        model_dir = arm_dir / "train"
+        result = evaluate(model_dir, train, schema, hold, test, seed, None, args.mle_grid)
+        write_json(arm_dir / "eval_k.json", more_samples(model_dir, train, hold, schema, seed, args.samples - 1))
+        result["attack"] = dcr_attack(model_dir, train, hold, schema, seed)
+        result["arm"], result["seed"] = arm_dir.parts[-2], seed
+        result["wall_seconds"] = trained + time.perf_counter() - t1
+        result["selection"] = chosen
+        write_json(arm_dir / "eval.json", result)
+        f = result["fang2024"]
+        print(
+            f"  done {result['arm']} seed {seed} (epoch {chosen['chosen_epoch'] if arm_dir == run else args.epochs}): "
+            f"excess {f['excess_memorization']:+.3f} DCR AUC {result['attack']['auc']:.3f}",
+            flush=True,
+        )
+
+
 def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
     from tabmem._io import write_json
     from tabmem.mitigation import augmented_table, get_augmenter, rank_records
@@ -116,6 +213,9 @@ def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
 
     root = Path(args.out) / args.tag / args.model
     run = root / arm / f"seed{seed}"
+    if arm == "mstop":
+        run_mstop(args, seed, train, hold, test, schema)
+        return
     if (run / "eval.json").is_file():
         print(f"skip {run} (done)", flush=True)
         return
@@ -425,6 +525,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--arms", nargs="+", default=["none", "random10", "dc10", "count10", "tcm30", "dcm", "smote30"])
     ap.add_argument("--mle-grid", default="tabsyn")
+    ap.add_argument("--stop-excess", type=float, default=0.05, help="mstop: largest excess upper bound (fraction)")
+    ap.add_argument("--quality-floor", type=float, default=None, help="mstop: smallest tracked Shape")
+    ap.add_argument("--choose", default="last", help="mstop: last or best-quality")
+    ap.add_argument("--samples", type=int, default=5, help="mstop: samples per judged model (eval_k.json)")
     ap.add_argument(
         "--data-dir",
         default=default_data_dir(),
