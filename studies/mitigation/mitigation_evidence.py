@@ -181,7 +181,7 @@ def run_mstop(args, seed: int, train, hold, test, schema) -> None:
             train, schema, run / "train", model=args.model, preset=args.preset, params=params, seed=seed,
             distance="fang2024", track_every=args.track_every, holdout=hold,
             resume=(run / "train" / "config.json").is_file(), stop_excess=args.stop_excess,
-            quality_floor=args.quality_floor, choose=args.choose, selection_holdout=selection,
+            quality_floor=args.quality_floor, choose=args.choose, selection_holdout=selection, keep_snapshots=True,
         )  # fmt: skip
     trained = time.perf_counter() - t0
     (none / "train").mkdir(parents=True, exist_ok=True)
@@ -347,7 +347,7 @@ def report(out: Path, use_k: bool = False) -> None:
     if df.empty:
         print("no finished runs")
         return
-    order = ["none", "random10", "dc10", "count10", "tcm30", "dcm", "smote30", "tcmp30", "mixup30", "ijf30"]
+    order = ["none", "mstop", "random10", "dc10", "count10", "tcm30", "dcm", "smote30", "tcmp30", "mixup30", "ijf30"]
     for (tag, model, distance), g in df.groupby(["tag", "model", "distance"], sort=False):
         print(f"\n### {tag} / {model} / {distance}\n")
         print(
@@ -384,7 +384,41 @@ def report(out: Path, use_k: bool = False) -> None:
                 f"{fmt(*t_ci(a.excess.tolist())[:2])} | {delta} | {vs_random} | {red_raw} | {red_exc} | {fmt(*t_ci(a['shape'].tolist())[:2])} | "
                 f"{fmt(*t_ci(a.trend.tolist())[:2])} | {fmt(*t_ci(a.mle.tolist())[:2])} | {np.nanmean(a.wall_s):.0f} |"
             )
+    attack_report(out)
     overlap_report(out)
+
+
+def attack_report(out: Path) -> None:
+    """The ``mstop`` arms: chosen epochs, and the DCR attack's AUC of none vs the chosen epoch (paired)."""
+    rows = []
+    for ev in sorted(out.glob("*/*/*/seed*/eval.json")):
+        r = json.loads(ev.read_text())
+        if "attack" in r:
+            a = r["attack"]
+            rows.append({"tag": ev.parts[-5], "arm": ev.parts[-3], "seed": r["seed"], "auc": a["auc"],
+                         "lo": a["auc_ci"][0], "hi": a["auc_ci"][1],
+                         "epoch": r["selection"]["chosen_epoch"] if ev.parts[-3] == "mstop" else None,
+                         **{k: (r["fang2024"].get("quality") or {}).get(k) for k in ("shape", "trend", "mle")}})  # fmt: skip
+    if not rows:
+        return
+    df = pd.DataFrame(rows)
+    print("\n### DCR membership attack (members: the 1,000 training rows; non-members: the evaluation holdout)\n")
+    print("| dataset | seed | chosen epoch | AUC none [95% CI] | AUC chosen [95% CI] |")
+    print("|---|---|---|---|---|")
+    for (tag, seed), g in df.groupby(["tag", "seed"]):
+        n, m = g[g.arm == "none"], g[g.arm == "mstop"]
+        if len(n) and len(m):
+            n, m = n.iloc[0], m.iloc[0]
+            print(f"| {tag} | {seed} | {int(m.epoch)} | {n.auc:.3f} [{n.lo:.3f}, {n.hi:.3f}] "
+                  f"| {m.auc:.3f} [{m.lo:.3f}, {m.hi:.3f}] |")  # fmt: skip
+    for tag, g in df.groupby("tag"):
+        p = g[g.arm == "mstop"].merge(g[g.arm == "none"], on="seed", suffixes=("", "_none"))
+        if len(p):
+            print(
+                f"\n{tag}: mean AUC none {fmt(*t_ci(p.auc_none.tolist())[:2], scale=1.0, digits=3)}, "
+                f"chosen {fmt(*t_ci(p.auc.tolist())[:2], scale=1.0, digits=3)}, paired change "
+                f"{fmt(*t_ci((p.auc - p.auc_none).tolist())[:2], scale=1.0, digits=3)} ({len(p)} seeds)"
+            )
 
 
 def overlap_report(out: Path) -> None:

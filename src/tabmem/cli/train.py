@@ -148,6 +148,10 @@ def train(
     preset_name = None if preset.lower() == "none" else preset
     # the preset and every parameter are checked before any table is read
     get_generator(model, preset=preset_name, dataset=table["dataset"], **p).check_params()
+    from tabmem.runs.train import check_selection
+
+    has_sel = selection_holdout_path is not None
+    check_selection(stop_excess, quality_floor, choose, stop_early, patience, track_every, has_sel)
     prepare_out_dir(out_dir, kind=TRAIN_RUN)
     loaded = load_training_table(**table)
     train_df, schema, holdout, source = loaded.table, loaded.schema, loaded.test, dict(loaded.source)

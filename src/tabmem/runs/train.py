@@ -156,6 +156,7 @@ def train_to_dir(
     stop_early: bool = False,
     patience: int = 1,
     selection_holdout: pd.DataFrame | None = None,
+    keep_snapshots: bool = False,
 ) -> dict[str, Any]:
     """Train ``model`` on ``train`` into ``out_dir`` (layout in the module docstring); returns the summary.
 
@@ -179,7 +180,8 @@ def train_to_dir(
     and the audit are those of the chosen epoch (``choose``: the last or the best-Shape epoch whose
     excess upper bound is <= ``stop_excess`` and Shape >= ``quality_floor``), ``last_model.pt`` is the
     last trained epoch, and ``summary["selection"]`` says which epoch and why. ``stop_early`` also ends
-    training after ``patience`` tracked epochs in a row above the limit.
+    training after ``patience`` tracked epochs in a row above the limit. ``keep_snapshots`` keeps every
+    tracked epoch's snapshot in ``selection/snapshots`` (to judge other rules afterwards), not only the chosen one.
     """
     if resume and overwrite:
         raise TabmemError(flag_text("resume", "overwrite") + " exclude each other")
@@ -206,7 +208,7 @@ def train_to_dir(
                        resuming=resuming, checkpoint_every=int(checkpoint_every), chooser=chooser)  # fmt: skip
         trained = int(gen.epoch_)
         if chooser is not None:
-            gen, chosen = _chosen_model(gen, chooser, run.path)
+            gen, chosen = _chosen_model(gen, chooser, run.path, keep_snapshots)
         synthetic, result = _final_sample(gen, len(table), tracker, seed)
         summary, counts = final_audit(run.path, synthetic, result, table, schema, tracker, holdout, distance=distance,
                                       seed=seed, duplicates=duplicates, evidence=evidence)  # fmt: skip
@@ -281,6 +283,41 @@ def _name(parameter: str) -> str:
     return suggest(parameter, "--" + parameter.replace("_", "-")) or parameter
 
 
+def check_selection(
+    limit: float | None,
+    quality_floor: float | None,
+    choose: str,
+    stop_early: bool,
+    patience: int,
+    track_every: int,
+    has_selection_holdout: bool,
+) -> None:
+    """The settings of memorization-aware checkpoint choice, checked before any table is read."""
+    from tabmem.mitigation.stopping import CHOICES
+
+    if limit is None:
+        if has_selection_holdout or quality_floor is not None or stop_early:
+            raise TabmemError(
+                _name("stop_excess") + " is needed for a selection holdout, a quality floor or an early stop"
+            )
+        return
+    if not isinstance(limit, (int, float)) or not -1.0 <= float(limit) <= 1.0:
+        raise TabmemError(f"{_name('stop_excess')} must be a fraction in [-1, 1] (0.02 = 2 points), got {limit!r}")
+    if quality_floor is not None and not 0.0 <= float(quality_floor) <= 1.0:
+        raise TabmemError(f"{_name('quality_floor')} must be a Shape in [0, 1], got {quality_floor!r}")
+    if choose not in CHOICES:
+        raise TabmemError(f"{_name('choose')} must be one of {', '.join(CHOICES)}, got {choose!r}")
+    if int(patience) < 1:
+        raise TabmemError(f"{_name('patience')} must be >= 1, got {patience!r}")
+    if not track_every:
+        raise TabmemError(_name("stop_excess") + " needs tracking: " + _name("track_every") + " > 0")
+    if not has_selection_holdout:
+        raise TabmemError(
+            _name("stop_excess") + " needs " + _name("selection_holdout")
+            + " (real rows never trained on, other than the evaluation holdout)"
+        )  # fmt: skip
+
+
 def selection_config(
     limit: float | None,
     quality_floor: float | None,
@@ -294,32 +331,17 @@ def selection_config(
 ) -> dict[str, Any] | None:
     """The checked settings of memorization-aware checkpoint choice as config.json records them (None: off)."""
     from tabmem.data.fingerprint import table_fingerprint
-    from tabmem.mitigation.stopping import CHOICES
 
+    check_selection(limit, quality_floor, choose, stop_early, patience, track_every, selection_holdout is not None)
     if limit is None:
-        if selection_holdout is not None or quality_floor is not None or stop_early:
-            raise TabmemError(
-                _name("stop_excess") + " is needed for a selection holdout, a quality floor or an early stop"
-            )
         return None
-    if not isinstance(limit, (int, float)) or not -1.0 <= float(limit) <= 1.0:
-        raise TabmemError(f"{_name('stop_excess')} must be a fraction in [-1, 1] (0.02 = 2 points), got {limit!r}")
-    if quality_floor is not None and not 0.0 <= float(quality_floor) <= 1.0:
-        raise TabmemError(f"{_name('quality_floor')} must be a Shape in [0, 1], got {quality_floor!r}")
-    if choose not in CHOICES:
-        raise TabmemError(f"{_name('choose')} must be one of {', '.join(CHOICES)}, got {choose!r}")
-    if int(patience) < 1:
-        raise TabmemError(f"{_name('patience')} must be >= 1, got {patience!r}")
-    if not track_every:
-        raise TabmemError(_name("stop_excess") + " needs tracking: " + _name("track_every") + " > 0")
-    if selection_holdout is None:
-        raise TabmemError(_name("stop_excess") + " needs " + _name("selection_holdout")
-                          + " (real rows never trained on, other than the evaluation holdout)")  # fmt: skip
     sel = validate(selection_holdout, schema, name="selection holdout", nan="error")
     fingerprint = table_fingerprint(sel)
     if holdout is not None and fingerprint == table_fingerprint(holdout):
-        raise TabmemError(_name("selection_holdout") + " is the evaluation holdout: choosing and judging on the "
-                          "same rows biases the result (give other unseen rows)")  # fmt: skip
+        raise TabmemError(
+            _name("selection_holdout") + " is the evaluation holdout: choosing and judging on the "
+            "same rows biases the result (give other unseen rows)"
+        )  # fmt: skip
     return {"stop_excess": float(limit), "quality_floor": None if quality_floor is None else float(quality_floor),
             "choose": choose, "stop_early": bool(stop_early), "patience": int(patience),
             "selection_holdout": {"n_rows": len(sel), "fingerprint": fingerprint}}  # fmt: skip
@@ -337,13 +359,14 @@ def _stopping(out: Path, tracker: Any, selection: dict[str, Any] | None, selecti
     )  # fmt: skip
 
 
-def _chosen_model(gen: Any, chooser: Any, out: Path) -> tuple[Any, dict[str, Any]]:
+def _chosen_model(gen: Any, chooser: Any, out: Path, keep_snapshots: bool) -> tuple[Any, dict[str, Any]]:
     """Keep the last model as last_model.pt, make the chosen epoch's model model.pt; the summary's record."""
     epoch, met, reason = chooser.choice()
     gen.save(out / "last_model.pt")
     chosen = chooser.load_chosen()
     chosen.save(out / "model.pt")
-    chooser.prune_snapshots()
+    if not keep_snapshots:
+        chooser.prune_snapshots()
     rows = chooser.history_
     row = rows[rows["epoch"] == epoch].iloc[0].to_dict()
     record = {
