@@ -419,6 +419,9 @@ def attack_report(out: Path) -> None:
                 f"chosen {fmt(*t_ci(p.auc.tolist())[:2], scale=1.0, digits=3)}, paired change "
                 f"{fmt(*t_ci((p.auc - p.auc_none).tolist())[:2], scale=1.0, digits=3)} ({len(p)} seeds)"
             )
+            for k in ("shape", "trend", "mle"):
+                change = (p[k].astype(float) - p[k + "_none"].astype(float)).tolist()
+                print(f"{tag}: paired change of {k} (chosen - none, points): {fmt(*t_ci(change)[:2])}")
 
 
 def overlap_report(out: Path) -> None:
