@@ -205,6 +205,103 @@ def run_mstop(args, seed: int, train, hold, test, schema) -> None:
         )
 
 
+def frontier(out: Path, data_dir: str, mle_grid: str) -> None:
+    """Judge EVERY tracked epoch's snapshot of every ``mstop`` run (one sample each) on the evaluation
+    holdout: ``frontier.csv`` (epoch, rates and excesses with both distances, Shape, Trend, MLE, DCR AUC).
+    With ``selection.csv`` it shows what any other rule would have chosen, without training again."""
+    from tabmem._io import write_frame
+    from tabmem.attacks.dcr import DCR
+    from tabmem.attacks.evaluation import evaluate_membership
+    from tabmem.generators import load_generator
+    from tabmem.memorization.replicas import ReplicaDetector
+    from tabmem.mitigation import quality_scores
+
+    for run in sorted(out.glob("*/*/mstop/seed*")):
+        snaps = sorted((run / "train" / "selection" / "snapshots").glob("epoch=*.pt"))
+        if (run / "frontier.csv").is_file() or not (run / "eval.json").is_file() or len(snaps) < 2:
+            continue
+        tag = run.parts[-4]
+        n_train = int(tag.split("-")[0][len("adult") :]) if tag.startswith("adult") else 1000
+        train, hold, test, schema = data("adult", n_train, data_dir)
+        dets = {d: ReplicaDetector(d, n_jobs=1).fit(train, schema) for d in ("fang2024", "gower")}
+        hold_rates = {
+            d: det.score(hold, name="holdout", unseen="mismatch").memorization_rate for d, det in dets.items()
+        }
+        seed = int(json.loads((run / "eval.json").read_text())["seed"])
+        rows = []
+        for f in snaps:
+            epoch = int(f.stem.split("=")[1])
+            gen = load_generator(f, device="cpu")
+            syn = gen.sample(
+                len(train), random_state=int(np.random.SeedSequence([seed, 5000 + epoch]).generate_state(1)[0])
+            )
+            row: dict[str, Any] = {"epoch": epoch}
+            for d, det in dets.items():
+                rate = det.score(syn, unseen="mismatch").memorization_rate
+                row.update({f"{d}_rate": rate, f"{d}_excess": rate - hold_rates[d]})
+            q = quality_scores(train, syn, schema, test=test, mle_grid=mle_grid, random_state=seed)
+            row.update(shape=q.shape, trend=q.trend, mle=q.mle)
+            attack = DCR(n_jobs=1).fit(syn, schema)
+            scores = np.concatenate([attack.score(train), attack.score(hold)])
+            member = np.r_[np.ones(len(train), bool), np.zeros(len(hold), bool)]
+            row["dcr_auc"] = evaluate_membership(scores, member, n_bootstrap=0).auc
+            rows.append(row)
+            print(
+                f"  frontier {run} epoch {epoch}: excess {row['fang2024_excess']:+.3f} shape {q.shape:.3f}", flush=True
+            )
+        write_frame(run / "frontier.csv", pd.DataFrame(rows))
+
+
+def frontier_report(out: Path) -> None:
+    """Mean over seeds of every tracked epoch (frontier.csv), and what other rules would have chosen."""
+    from tabmem.mitigation import choose_epoch
+
+    frames = []
+    for f in sorted(out.glob("*/*/mstop/seed*/frontier.csv")):
+        fr = pd.read_csv(f)
+        sel = pd.read_csv(f.parent / "train" / "selection" / "selection.csv")
+        fr = fr.merge(sel[["epoch", "excess", "excess_hi", "shape"]].rename(columns={"shape": "tracked_shape",
+                      "excess": "sel_excess"}), on="epoch")  # fmt: skip
+        fr["tag"], fr["seed"] = f.parts[-5], int(f.parts[-2][4:])
+        frames.append(fr)
+    if not frames:
+        return
+    df = pd.concat(frames)
+    for tag, g in df.groupby("tag"):
+        last = g[g.epoch == g.epoch.max()].set_index("seed")
+        print(f"\n### {tag}: every tracked epoch on the evaluation holdout (one sample per epoch and seed)\n")
+        print("| epoch | seeds | excess fang2024 (pts) | excess gower (pts) | Shape % | Trend % | MLE % | DCR AUC "
+              "| excess vs selection holdout (pts) |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|")
+        for epoch, e in g.groupby("epoch"):
+            cells = [
+                fmt(*t_ci(e[c].tolist())[:2]) for c in ("fang2024_excess", "gower_excess", "shape", "trend", "mle")
+            ]
+            auc = fmt(*t_ci(e.dcr_auc.tolist())[:2], scale=1.0, digits=3)
+            print(f"| {epoch} | {len(e)} | {' | '.join(cells)} | {auc} | {fmt(*t_ci(e.sel_excess.tolist())[:2])} |")
+        print(f"\n### {tag}: other rules on the same runs (chosen on the selection holdout, judged on one sample)\n")
+        print("| limit (pts) | Shape floor | choose | chosen epochs | excess fang2024 (pts) | paired change vs last "
+              "| % of excess removed | Shape change | MLE change | DCR AUC change |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for limit in (0.02, 0.03, 0.05, 0.08, 0.10):
+            for floor in (None, 0.95):
+                for how in ("last", "best-quality"):
+                    picks = []
+                    for seed, s in g.groupby("seed"):
+                        rows = s.rename(columns={"shape": "q"}).rename(columns={"tracked_shape": "shape"})
+                        epoch, _, _ = choose_epoch(rows.to_dict("records"), limit, floor, how)
+                        p = s[s.epoch == epoch].iloc[0]
+                        b = last.loc[seed]
+                        picks.append((epoch, p.fang2024_excess, p.fang2024_excess - b.fang2024_excess,
+                                      (b.fang2024_excess - p.fang2024_excess) / b.fang2024_excess,
+                                      p["shape"] - b["shape"], p.mle - b.mle, p.dcr_auc - b.dcr_auc))  # fmt: skip
+                    cols = list(zip(*picks))
+                    print(f"| {100 * limit:g} | {floor if floor else '-'} | {how} | {', '.join(map(str, cols[0]))} | "
+                          + " | ".join(fmt(*t_ci(list(c))[:2], scale=100.0 if i != 5 else 1.0,
+                                           digits=1 if i != 5 else 3) for i, c in enumerate(cols[1:]))
+                          + " |")  # fmt: skip
+
+
 def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
     from tabmem._io import write_json
     from tabmem.mitigation import augmented_table, get_augmenter, rank_records
@@ -385,6 +482,7 @@ def report(out: Path, use_k: bool = False) -> None:
                 f"{fmt(*t_ci(a.trend.tolist())[:2])} | {fmt(*t_ci(a.mle.tolist())[:2])} | {np.nanmean(a.wall_s):.0f} |"
             )
     attack_report(out)
+    frontier_report(out)
     overlap_report(out)
 
 
@@ -402,7 +500,7 @@ def attack_report(out: Path) -> None:
     if not rows:
         return
     df = pd.DataFrame(rows)
-    print("\n### DCR membership attack (members: the 1,000 training rows; non-members: the evaluation holdout)\n")
+    print("\n### DCR membership attack (members: the training rows; non-members: the evaluation holdout)\n")
     print("| dataset | seed | chosen epoch | AUC none [95% CI] | AUC chosen [95% CI] |")
     print("|---|---|---|---|---|")
     for (tag, seed), g in df.groupby(["tag", "seed"]):
@@ -577,6 +675,7 @@ def main() -> None:
         "--use-k", action="store_true", help="--report: rates averaged over eval.json's sample and the eval_k.json ones"
     )
     ap.add_argument("--reeval", type=int, default=0, help="score K more samples of every finished run")
+    ap.add_argument("--frontier", action="store_true", help="judge every tracked epoch of the mstop runs")
     args = ap.parse_args()
     if args.reeval:
         import torch
@@ -586,6 +685,12 @@ def main() -> None:
         return
     if args.report:
         report(Path(args.out), use_k=args.use_k)
+        return
+    if args.frontier:
+        import torch
+
+        torch.set_num_threads(1)
+        frontier(Path(args.out), args.data_dir, args.mle_grid)
         return
     import torch
 
