@@ -83,7 +83,7 @@ from tabmem.runs.protocol import TRAIN_RUN
     type=float,
     default=None,
     help="Memorization-aware checkpoint choice: the largest allowed upper end of the tracked excess "
-    "memorization's 95%% interval over --selection-holdout (a fraction: 0.02 = 2 points); model.pt and "
+    "memorization's 95% interval over --selection-holdout (a fraction: 0.02 = 2 points); model.pt and "
     "synthetic.csv come from the chosen epoch, last_model.pt is the last one.",
 )
 @click.option(
