@@ -205,7 +205,7 @@ def run_mstop(args, seed: int, train, hold, test, schema) -> None:
         )
 
 
-def frontier(out: Path, data_dir: str, mle_grid: str) -> None:
+def frontier(out: Path, data_dir: str, mle_grid: str, seeds: list[int] | None = None) -> None:
     """Judge EVERY tracked epoch's snapshot of every ``mstop`` run (one sample each) on the evaluation
     holdout: ``frontier.csv`` (epoch, rates and excesses with both distances, Shape, Trend, MLE, DCR AUC).
     With ``selection.csv`` it shows what any other rule would have chosen, without training again."""
@@ -219,6 +219,8 @@ def frontier(out: Path, data_dir: str, mle_grid: str) -> None:
     for run in sorted(out.glob("*/*/mstop/seed*")):
         snaps = sorted((run / "train" / "selection" / "snapshots").glob("epoch=*.pt"))
         if (run / "frontier.csv").is_file() or not (run / "eval.json").is_file() or len(snaps) < 2:
+            continue
+        if seeds is not None and int(run.name[4:]) not in seeds:
             continue
         tag = run.parts[-4]
         n_train = int(tag.split("-")[0][len("adult") :]) if tag.startswith("adult") else 1000
@@ -690,7 +692,7 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(1)
-        frontier(Path(args.out), args.data_dir, args.mle_grid)
+        frontier(Path(args.out), args.data_dir, args.mle_grid, args.seeds)
         return
     import torch
 
