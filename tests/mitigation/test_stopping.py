@@ -64,8 +64,8 @@ def test_best_quality_among_eligible_epochs():
 def test_floor_excludes_low_quality_epochs_and_no_eligible_epoch_is_said():
     rows = series([0.00, 0.04, 0.08], [0.80, 0.85, 0.97])
     epoch, met, reason = choose_epoch(rows, 0.05, quality_floor=0.9)
-    assert (epoch, met) == (300, False)  # the only epoch meeting the floor, though above the limit
-    assert "no tracked epoch" in reason and "Shape floor" in reason
+    assert (epoch, met) == (200, False)  # the limit wins: the best Shape within it, though below the floor
+    assert "no tracked epoch" in reason and "best Shape among those within the limit" in reason
     epoch, met, _ = choose_epoch(series([0.09, 0.07, float("nan")], [0.9, 0.9, 0.9]), 0.05)
     assert (epoch, met) == (200, False)  # the lowest upper bound; an undefined bound is never eligible
     assert choose_epoch([], 0.05) == (None, False, "no tracked epoch")

@@ -15,8 +15,8 @@ Shape is at least ``quality_floor``. Each tracked epoch is saved as a snapshot (
 the chosen one is the last eligible epoch (``choose="last"``) or the eligible one with the best
 Shape (``"best-quality"``). With ``stop=True`` training also ends once ``patience`` tracked epochs
 in a row exceed the limit (the excess only grows from there in the regimes measured). When no epoch
-is eligible the callback takes the one with the lowest upper bound (among those meeting the floor,
-if any) and says so (``rule_met_ = False``).
+is eligible the limit wins over the floor: the callback takes the best Shape among the epochs within
+the limit, else the epoch with the lowest upper bound, and says so (``rule_met`` False).
 
 Why a *selection* holdout: the chosen epoch is the one whose measured excess happened to be low,
 so the same holdout would judge the result with a downward-biased baseline comparison (selection
@@ -81,19 +81,21 @@ def choose_epoch(
             return int(r["epoch"]), True, f"last tracked epoch with excess upper bound <= {limit:g}{floor}"
         r = max(ok, key=lambda r: (float(r["shape"]), -int(r["epoch"])))
         return int(r["epoch"]), True, f"best Shape among tracked epochs with excess upper bound <= {limit:g}{floor}"
-    pool = [r for r in rows if quality_floor is None or float(r["shape"]) >= quality_floor] or rows
-    r = min(pool, key=lambda r: (_nan_last(r["excess_hi"]), int(r["epoch"])))
-    return (
-        int(r["epoch"]),
-        False,
-        f"no tracked epoch had excess upper bound <= {limit:g}{floor}: the lowest upper bound"
-        + (" among epochs meeting the Shape floor" if pool is not rows else ""),
-    )
+    under = [r for r in rows if _eligible(r, limit, None)]
+    if under:  # the limit is the requirement, the floor is secondary: relax the floor, never the limit
+        r = max(under, key=lambda r: (_nan_last(r["shape"], -math.inf), -int(r["epoch"])))
+        return (
+            int(r["epoch"]),
+            False,
+            f"no tracked epoch had excess upper bound <= {limit:g}{floor}: the best Shape among those within the limit",
+        )
+    r = min(rows, key=lambda r: (_nan_last(r["excess_hi"]), int(r["epoch"])))
+    return int(r["epoch"]), False, f"no tracked epoch had excess upper bound <= {limit:g}: the lowest upper bound"
 
 
-def _nan_last(x: Any) -> float:
+def _nan_last(x: Any, value: float = math.inf) -> float:
     x = float(x)
-    return math.inf if math.isnan(x) else x
+    return value if math.isnan(x) else x
 
 
 def should_stop(rows: list[dict[str, Any]], limit: float, patience: int = 1) -> bool:
