@@ -304,6 +304,50 @@ def frontier_report(out: Path) -> None:
                           + " |")  # fmt: skip
 
 
+def frontier_plot(out: Path, path: Path) -> None:
+    """Excess memorization (fang2024) against Shape and MLE at every tracked epoch (mean over seeds), with
+    the chosen epochs of the mstop arm: the frontier of docs/mitigation.md part 5 (an SVG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fr = pd.concat(pd.read_csv(f) for f in sorted(out.glob("*/*/mstop/seed*/frontier.csv")))
+    mean = fr.groupby("epoch").mean(numeric_only=True).reset_index()
+    chosen = []
+    for ev in sorted(out.glob("*/*/mstop/seed*/eval.json")):
+        r = json.loads(ev.read_text())
+        none = json.loads((ev.parents[2] / "none" / ev.parent.name / "eval.json").read_text())
+        chosen.append((r, none))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, q, label in ((axes[0], "shape", "Shape %"), (axes[1], "mle", "MLE % (tiny grid)")):
+        ax.plot(
+            100 * mean[q],
+            100 * mean.fang2024_excess,
+            "-o",
+            color="0.6",
+            ms=3,
+            label="every 100 epochs (mean of 5 seeds)",
+        )
+        for e in (100, 500, 1000, 2000):
+            row = mean[mean.epoch == e].iloc[0]
+            ax.annotate(
+                str(e), (100 * row[q], 100 * row.fang2024_excess), fontsize=7, xytext=(3, 3), textcoords="offset points"
+            )
+        for i, (r, none) in enumerate(chosen):
+            ax.plot(100 * r["fang2024"]["quality"][q], 100 * r["fang2024"]["excess_memorization"], "o", color="C0",
+                    label="chosen epoch (per seed)" if i == 0 else None)  # fmt: skip
+            ax.plot(100 * none["fang2024"]["quality"][q], 100 * none["fang2024"]["excess_memorization"], "s",
+                    color="C3", label="no mitigation: epoch 2000 (per seed)" if i == 0 else None)  # fmt: skip
+        ax.axhline(0, color="0.8", lw=0.8)
+        ax.set_xlabel(label)
+        ax.set_ylabel("excess memorization, fang2024 (pts)")
+    axes[0].legend(fontsize=7, loc="upper left")
+    fig.suptitle("TabDDPM small, 1,000 Adult rows: excess vs quality over training", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)  # the format from the suffix (.svg, .png)
+
+
 def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
     from tabmem._io import write_json
     from tabmem.mitigation import augmented_table, get_augmenter, rank_records
@@ -678,12 +722,16 @@ def main() -> None:
     )
     ap.add_argument("--reeval", type=int, default=0, help="score K more samples of every finished run")
     ap.add_argument("--frontier", action="store_true", help="judge every tracked epoch of the mstop runs")
+    ap.add_argument("--plot", default=None, help="write the frontier plot (SVG) of the mstop runs to this file")
     args = ap.parse_args()
     if args.reeval:
         import torch
 
         torch.set_num_threads(1)
         reevaluate(Path(args.out), args.reeval, args.data_dir)
+        return
+    if args.plot:
+        frontier_plot(Path(args.out), Path(args.plot))
         return
     if args.report:
         report(Path(args.out), use_k=args.use_k)
