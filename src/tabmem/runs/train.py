@@ -363,7 +363,7 @@ def _chosen_model(gen: Any, chooser: Any, out: Path, keep_snapshots: bool) -> tu
     """Keep the last model as last_model.pt, make the chosen epoch's model model.pt; the summary's record."""
     epoch, met, reason = chooser.choice()
     gen.save(out / "last_model.pt")
-    chosen = chooser.load_chosen()
+    chosen = chooser.load_chosen(device=None)  # on the device it was trained on, as the tracker sampled it
     chosen.save(out / "model.pt")
     if not keep_snapshots:
         chooser.prune_snapshots()
