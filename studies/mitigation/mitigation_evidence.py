@@ -22,6 +22,12 @@ scratch for the full schedule, each judged by :func:`tabmem.runs.dynamiccut.eval
 * ``dcm``           DynamicCutMix: ``dc10``'s ranking (the same warm-up) + TabCutMix 30% of the pruned table
 * ``smote30``       SMOTE (imbalanced-learn SMOTENC), 30% new rows of the minority class
 * ``tcmp30``, ``mixup30``, ``ijf30``  the other baselines (part 4)
+* ``mstop``         memorization-aware checkpoint choice (``tabmem train --stop-excess``): ONE training
+  per seed, tracked every ``--track-every`` epochs against a *selection* holdout (another
+  ``--n-train`` rows of the training split, disjoint from the evaluation holdout); ``mstop`` is the
+  chosen epoch's model and ``none`` the last epoch's model of the SAME run (so this arm writes both
+  ``mstop/seedN`` and ``none/seedN``: run it under its own ``--tag``). Each is judged on ``--samples``
+  samples (``eval_k.json``, as ``--reeval``) and by the DCR membership attack (``attack.json``).
 * ``xfer-<model>-<arm>``  transfer: prune this model's table with ``<model>``'s ``<arm>`` ranking
   (same seed), e.g. ``xfer-tabddpm-dc10`` for TVAE.
 
@@ -108,6 +114,240 @@ def evaluate(model_dir: Path, train, schema, hold, test, seed, pruned, mle_grid)
     return out
 
 
+def selection_rows(dataset: str, n_train: int, data_dir: str) -> pd.DataFrame:
+    """Rows 2n..3n of the permutation ``data`` uses: unseen by training and by the evaluation holdout."""
+    from tabmem.data.datasets import load_dataset
+
+    ds = load_dataset(dataset, data_dir=data_dir)
+    perm = np.random.default_rng(0).permutation(len(ds.train))
+    return ds.train.iloc[perm[2 * n_train : 3 * n_train]].reset_index(drop=True)
+
+
+def more_samples(model_dir: Path, train, hold, schema, seed: int, k: int) -> dict[str, Any]:
+    """``k`` more |train|-row samples of the model, scored with both distances (eval_k.json's format)."""
+    from tabmem.generators import load_generator
+    from tabmem.memorization.replicas import ReplicaDetector
+
+    gen = load_generator(model_dir / "model.pt", device="cpu")
+    samples = [
+        gen.sample(len(train), random_state=int(np.random.SeedSequence([seed, 3000 + j]).generate_state(1)[0]))
+        for j in range(k)
+    ]
+    out: dict[str, Any] = {"k": k, "seed": seed}
+    for d in ("fang2024", "gower"):
+        det = ReplicaDetector(d, n_jobs=1).fit(train, schema)
+        h = det.score(hold, name="holdout", unseen="mismatch").memorization_rate
+        rates = [det.score(s, unseen="mismatch").memorization_rate for s in samples]
+        out[d] = {"rates": rates, "memorization_rate": float(np.mean(rates)), "holdout_memorization_rate": h,
+                  "excess_memorization": float(np.mean(rates)) - h}  # fmt: skip
+    return out
+
+
+def dcr_attack(model_dir: Path, train, hold, schema, seed: int) -> dict[str, Any]:
+    """DCR membership attack (members: the training rows, non-members: the evaluation holdout) on the
+    sample ``evaluate`` judged; AUC with its bootstrap interval."""
+    from tabmem.attacks.dcr import DCR
+    from tabmem.attacks.evaluation import evaluate_membership
+    from tabmem.generators import load_generator
+
+    gen = load_generator(model_dir / "model.pt", device="cpu")
+    synthetic = gen.sample(len(train), random_state=int(np.random.SeedSequence([seed, 2024]).generate_state(1)[0]))
+    attack = DCR(n_jobs=1).fit(synthetic, schema)
+    scores = np.concatenate([attack.score(train), attack.score(hold)])
+    member = np.r_[np.ones(len(train), bool), np.zeros(len(hold), bool)]
+    r = evaluate_membership(scores, member, n_bootstrap=1000, random_state=seed)
+    return {"attack": "dcr", "distance": attack.distance, "auc": r.auc, "auc_ci": list(r.auc_ci)}
+
+
+def run_mstop(args, seed: int, train, hold, test, schema) -> None:
+    """The ``mstop`` arm: one tracked training, the chosen and the last epoch judged alike."""
+    import shutil
+
+    from tabmem._io import write_json
+    from tabmem.runs.train import train_to_dir
+
+    root = Path(args.out) / args.tag / args.model
+    run, none = root / "mstop" / f"seed{seed}", root / "none" / f"seed{seed}"
+    if (run / "eval.json").is_file() and (none / "eval.json").is_file():
+        print(f"skip {run} (done)", flush=True)
+        return
+    run.mkdir(parents=True, exist_ok=True)
+    params = {"epochs": args.epochs, **json.loads(args.params)}
+    t0 = time.perf_counter()
+    print(f"run {run}", flush=True)
+    if not (run / "train" / "summary.json").is_file():
+        selection = selection_rows(args.dataset, args.n_train, args.data_dir)
+        train_to_dir(
+            train, schema, run / "train", model=args.model, preset=args.preset, params=params, seed=seed,
+            distance="fang2024", track_every=args.track_every, holdout=hold,
+            resume=(run / "train" / "config.json").is_file(), stop_excess=args.stop_excess,
+            quality_floor=args.quality_floor, choose=args.choose, selection_holdout=selection, keep_snapshots=True,
+        )  # fmt: skip
+    trained = time.perf_counter() - t0
+    (none / "train").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(run / "train" / "last_model.pt", none / "train" / "model.pt")
+    chosen = json.loads((run / "train" / "summary.json").read_text())["selection"]
+    for arm_dir in (run, none):
+        t1 = time.perf_counter()
+        model_dir = arm_dir / "train"
+        result = evaluate(model_dir, train, schema, hold, test, seed, None, args.mle_grid)
+        write_json(arm_dir / "eval_k.json", more_samples(model_dir, train, hold, schema, seed, args.samples - 1))
+        result["attack"] = dcr_attack(model_dir, train, hold, schema, seed)
+        result["arm"], result["seed"] = arm_dir.parts[-2], seed
+        result["wall_seconds"] = trained + time.perf_counter() - t1
+        result["selection"] = chosen
+        write_json(arm_dir / "eval.json", result)
+        f = result["fang2024"]
+        print(
+            f"  done {result['arm']} seed {seed} (epoch {chosen['chosen_epoch'] if arm_dir == run else args.epochs}): "
+            f"excess {f['excess_memorization']:+.3f} DCR AUC {result['attack']['auc']:.3f}",
+            flush=True,
+        )
+
+
+def frontier(out: Path, data_dir: str, mle_grid: str, seeds: list[int] | None = None) -> None:
+    """Judge EVERY tracked epoch's snapshot of every ``mstop`` run (one sample each) on the evaluation
+    holdout: ``frontier.csv`` (epoch, rates and excesses with both distances, Shape, Trend, MLE, DCR AUC).
+    With ``selection.csv`` it shows what any other rule would have chosen, without training again."""
+    from tabmem._io import write_frame
+    from tabmem.attacks.dcr import DCR
+    from tabmem.attacks.evaluation import evaluate_membership
+    from tabmem.generators import load_generator
+    from tabmem.memorization.replicas import ReplicaDetector
+    from tabmem.mitigation import quality_scores
+
+    for run in sorted(out.glob("*/*/mstop/seed*")):
+        snaps = sorted((run / "train" / "selection" / "snapshots").glob("epoch=*.pt"))
+        if (run / "frontier.csv").is_file() or not (run / "eval.json").is_file() or len(snaps) < 2:
+            continue
+        if seeds is not None and int(run.name[4:]) not in seeds:
+            continue
+        tag = run.parts[-4]
+        n_train = int(tag.split("-")[0][len("adult") :]) if tag.startswith("adult") else 1000
+        train, hold, test, schema = data("adult", n_train, data_dir)
+        dets = {d: ReplicaDetector(d, n_jobs=1).fit(train, schema) for d in ("fang2024", "gower")}
+        hold_rates = {
+            d: det.score(hold, name="holdout", unseen="mismatch").memorization_rate for d, det in dets.items()
+        }
+        seed = int(json.loads((run / "eval.json").read_text())["seed"])
+        rows = []
+        for f in snaps:
+            epoch = int(f.stem.split("=")[1])
+            gen = load_generator(f, device="cpu")
+            syn = gen.sample(
+                len(train), random_state=int(np.random.SeedSequence([seed, 5000 + epoch]).generate_state(1)[0])
+            )
+            row: dict[str, Any] = {"epoch": epoch}
+            for d, det in dets.items():
+                rate = det.score(syn, unseen="mismatch").memorization_rate
+                row.update({f"{d}_rate": rate, f"{d}_excess": rate - hold_rates[d]})
+            q = quality_scores(train, syn, schema, test=test, mle_grid=mle_grid, random_state=seed)
+            row.update(shape=q.shape, trend=q.trend, mle=q.mle)
+            attack = DCR(n_jobs=1).fit(syn, schema)
+            scores = np.concatenate([attack.score(train), attack.score(hold)])
+            member = np.r_[np.ones(len(train), bool), np.zeros(len(hold), bool)]
+            row["dcr_auc"] = evaluate_membership(scores, member, n_bootstrap=0).auc
+            rows.append(row)
+            print(
+                f"  frontier {run} epoch {epoch}: excess {row['fang2024_excess']:+.3f} shape {q.shape:.3f}", flush=True
+            )
+        write_frame(run / "frontier.csv", pd.DataFrame(rows))
+
+
+def frontier_report(out: Path) -> None:
+    """Mean over seeds of every tracked epoch (frontier.csv), and what other rules would have chosen."""
+    from tabmem.mitigation import choose_epoch
+
+    frames = []
+    for f in sorted(out.glob("*/*/mstop/seed*/frontier.csv")):
+        fr = pd.read_csv(f)
+        sel = pd.read_csv(f.parent / "train" / "selection" / "selection.csv")
+        fr = fr.merge(sel[["epoch", "excess", "excess_hi", "shape"]].rename(columns={"shape": "tracked_shape",
+                      "excess": "sel_excess"}), on="epoch")  # fmt: skip
+        fr["tag"], fr["seed"] = f.parts[-5], int(f.parts[-2][4:])
+        frames.append(fr)
+    if not frames:
+        return
+    df = pd.concat(frames)
+    for tag, g in df.groupby("tag"):
+        last = g[g.epoch == g.epoch.max()].set_index("seed")
+        print(f"\n### {tag}: every tracked epoch on the evaluation holdout (one sample per epoch and seed)\n")
+        print("| epoch | seeds | excess fang2024 (pts) | excess gower (pts) | Shape % | Trend % | MLE % | DCR AUC "
+              "| excess vs selection holdout (pts) |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|")
+        for epoch, e in g.groupby("epoch"):
+            cells = [
+                fmt(*t_ci(e[c].tolist())[:2]) for c in ("fang2024_excess", "gower_excess", "shape", "trend", "mle")
+            ]
+            auc = fmt(*t_ci(e.dcr_auc.tolist())[:2], scale=1.0, digits=3)
+            print(f"| {epoch} | {len(e)} | {' | '.join(cells)} | {auc} | {fmt(*t_ci(e.sel_excess.tolist())[:2])} |")
+        print(f"\n### {tag}: other rules on the same runs (chosen on the selection holdout, judged on one sample)\n")
+        print("| limit (pts) | Shape floor | choose | chosen epochs | excess fang2024 (pts) | paired change vs last "
+              "| % of excess removed | Shape change | MLE change | DCR AUC change |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for limit in (0.02, 0.03, 0.05, 0.08, 0.10):
+            for floor in (None, 0.95):
+                for how in ("last", "best-quality"):
+                    picks = []
+                    for seed, s in g.groupby("seed"):
+                        rows = s.rename(columns={"shape": "q"}).rename(columns={"tracked_shape": "shape"})
+                        epoch, _, _ = choose_epoch(rows.to_dict("records"), limit, floor, how)
+                        p = s[s.epoch == epoch].iloc[0]
+                        b = last.loc[seed]
+                        picks.append((epoch, p.fang2024_excess, p.fang2024_excess - b.fang2024_excess,
+                                      (b.fang2024_excess - p.fang2024_excess) / b.fang2024_excess,
+                                      p["shape"] - b["shape"], p.mle - b.mle, p.dcr_auc - b.dcr_auc))  # fmt: skip
+                    cols = list(zip(*picks))
+                    print(f"| {100 * limit:g} | {floor if floor else '-'} | {how} | {', '.join(map(str, cols[0]))} | "
+                          + " | ".join(fmt(*t_ci(list(c))[:2], scale=100.0 if i != 5 else 1.0,
+                                           digits=1 if i != 5 else 3) for i, c in enumerate(cols[1:]))
+                          + " |")  # fmt: skip
+
+
+def frontier_plot(out: Path, path: Path) -> None:
+    """Excess memorization (fang2024) against Shape and MLE at every tracked epoch (mean over seeds), with
+    the chosen epochs of the mstop arm: the frontier of docs/mitigation.md part 5 (an SVG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fr = pd.concat(pd.read_csv(f) for f in sorted(out.glob("*/*/mstop/seed*/frontier.csv")))
+    mean = fr.groupby("epoch").mean(numeric_only=True).reset_index()
+    chosen = []
+    for ev in sorted(out.glob("*/*/mstop/seed*/eval.json")):
+        r = json.loads(ev.read_text())
+        none = json.loads((ev.parents[2] / "none" / ev.parent.name / "eval.json").read_text())
+        chosen.append((r, none))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, q, label in ((axes[0], "shape", "Shape %"), (axes[1], "mle", "MLE % (tiny grid)")):
+        ax.plot(
+            100 * mean[q],
+            100 * mean.fang2024_excess,
+            "-o",
+            color="0.6",
+            ms=3,
+            label="every 100 epochs (mean of 5 seeds)",
+        )
+        for e in (100, 500, 1000, 2000):
+            row = mean[mean.epoch == e].iloc[0]
+            ax.annotate(
+                str(e), (100 * row[q], 100 * row.fang2024_excess), fontsize=7, xytext=(3, 3), textcoords="offset points"
+            )
+        for i, (r, none) in enumerate(chosen):
+            ax.plot(100 * r["fang2024"]["quality"][q], 100 * r["fang2024"]["excess_memorization"], "o", color="C0",
+                    label="chosen epoch (per seed)" if i == 0 else None)  # fmt: skip
+            ax.plot(100 * none["fang2024"]["quality"][q], 100 * none["fang2024"]["excess_memorization"], "s",
+                    color="C3", label="no mitigation: epoch 2000 (per seed)" if i == 0 else None)  # fmt: skip
+        ax.axhline(0, color="0.8", lw=0.8)
+        ax.set_xlabel(label)
+        ax.set_ylabel("excess memorization, fang2024 (pts)")
+    axes[0].legend(fontsize=7, loc="upper left")
+    fig.suptitle("TabDDPM small, 1,000 Adult rows: excess vs quality over training", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)  # the format from the suffix (.svg, .png)
+
+
 def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
     from tabmem._io import write_json
     from tabmem.mitigation import augmented_table, get_augmenter, rank_records
@@ -116,6 +356,9 @@ def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
 
     root = Path(args.out) / args.tag / args.model
     run = root / arm / f"seed{seed}"
+    if arm == "mstop":
+        run_mstop(args, seed, train, hold, test, schema)
+        return
     if (run / "eval.json").is_file():
         print(f"skip {run} (done)", flush=True)
         return
@@ -247,7 +490,7 @@ def report(out: Path, use_k: bool = False) -> None:
     if df.empty:
         print("no finished runs")
         return
-    order = ["none", "random10", "dc10", "count10", "tcm30", "dcm", "smote30", "tcmp30", "mixup30", "ijf30"]
+    order = ["none", "mstop", "random10", "dc10", "count10", "tcm30", "dcm", "smote30", "tcmp30", "mixup30", "ijf30"]
     for (tag, model, distance), g in df.groupby(["tag", "model", "distance"], sort=False):
         print(f"\n### {tag} / {model} / {distance}\n")
         print(
@@ -284,7 +527,45 @@ def report(out: Path, use_k: bool = False) -> None:
                 f"{fmt(*t_ci(a.excess.tolist())[:2])} | {delta} | {vs_random} | {red_raw} | {red_exc} | {fmt(*t_ci(a['shape'].tolist())[:2])} | "
                 f"{fmt(*t_ci(a.trend.tolist())[:2])} | {fmt(*t_ci(a.mle.tolist())[:2])} | {np.nanmean(a.wall_s):.0f} |"
             )
+    attack_report(out)
+    frontier_report(out)
     overlap_report(out)
+
+
+def attack_report(out: Path) -> None:
+    """The ``mstop`` arms: chosen epochs, and the DCR attack's AUC of none vs the chosen epoch (paired)."""
+    rows = []
+    for ev in sorted(out.glob("*/*/*/seed*/eval.json")):
+        r = json.loads(ev.read_text())
+        if "attack" in r:
+            a = r["attack"]
+            rows.append({"tag": ev.parts[-5], "arm": ev.parts[-3], "seed": r["seed"], "auc": a["auc"],
+                         "lo": a["auc_ci"][0], "hi": a["auc_ci"][1],
+                         "epoch": r["selection"]["chosen_epoch"] if ev.parts[-3] == "mstop" else None,
+                         **{k: (r["fang2024"].get("quality") or {}).get(k) for k in ("shape", "trend", "mle")}})  # fmt: skip
+    if not rows:
+        return
+    df = pd.DataFrame(rows)
+    print("\n### DCR membership attack (members: the training rows; non-members: the evaluation holdout)\n")
+    print("| dataset | seed | chosen epoch | AUC none [95% CI] | AUC chosen [95% CI] |")
+    print("|---|---|---|---|---|")
+    for (tag, seed), g in df.groupby(["tag", "seed"]):
+        n, m = g[g.arm == "none"], g[g.arm == "mstop"]
+        if len(n) and len(m):
+            n, m = n.iloc[0], m.iloc[0]
+            print(f"| {tag} | {seed} | {int(m.epoch)} | {n.auc:.3f} [{n.lo:.3f}, {n.hi:.3f}] "
+                  f"| {m.auc:.3f} [{m.lo:.3f}, {m.hi:.3f}] |")  # fmt: skip
+    for tag, g in df.groupby("tag"):
+        p = g[g.arm == "mstop"].merge(g[g.arm == "none"], on="seed", suffixes=("", "_none"))
+        if len(p):
+            print(
+                f"\n{tag}: mean AUC none {fmt(*t_ci(p.auc_none.tolist())[:2], scale=1.0, digits=3)}, "
+                f"chosen {fmt(*t_ci(p.auc.tolist())[:2], scale=1.0, digits=3)}, paired change "
+                f"{fmt(*t_ci((p.auc - p.auc_none).tolist())[:2], scale=1.0, digits=3)} ({len(p)} seeds)"
+            )
+            for k in ("shape", "trend", "mle"):
+                change = (p[k].astype(float) - p[k + "_none"].astype(float)).tolist()
+                print(f"{tag}: paired change of {k} (chosen - none, points): {fmt(*t_ci(change)[:2])}")
 
 
 def overlap_report(out: Path) -> None:
@@ -425,6 +706,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--arms", nargs="+", default=["none", "random10", "dc10", "count10", "tcm30", "dcm", "smote30"])
     ap.add_argument("--mle-grid", default="tabsyn")
+    ap.add_argument("--stop-excess", type=float, default=0.05, help="mstop: largest excess upper bound (fraction)")
+    ap.add_argument("--quality-floor", type=float, default=None, help="mstop: smallest tracked Shape")
+    ap.add_argument("--choose", default="last", help="mstop: last or best-quality")
+    ap.add_argument("--samples", type=int, default=5, help="mstop: samples per judged model (eval_k.json)")
     ap.add_argument(
         "--data-dir",
         default=default_data_dir(),
@@ -436,6 +721,8 @@ def main() -> None:
         "--use-k", action="store_true", help="--report: rates averaged over eval.json's sample and the eval_k.json ones"
     )
     ap.add_argument("--reeval", type=int, default=0, help="score K more samples of every finished run")
+    ap.add_argument("--frontier", action="store_true", help="judge every tracked epoch of the mstop runs")
+    ap.add_argument("--plot", default=None, help="write the frontier plot (SVG) of the mstop runs to this file")
     args = ap.parse_args()
     if args.reeval:
         import torch
@@ -443,8 +730,17 @@ def main() -> None:
         torch.set_num_threads(1)
         reevaluate(Path(args.out), args.reeval, args.data_dir)
         return
+    if args.plot:
+        frontier_plot(Path(args.out), Path(args.plot))
+        return
     if args.report:
         report(Path(args.out), use_k=args.use_k)
+        return
+    if args.frontier:
+        import torch
+
+        torch.set_num_threads(1)
+        frontier(Path(args.out), args.data_dir, args.mle_grid, args.seeds)
         return
     import torch
 

@@ -161,3 +161,60 @@ def test_shipped_mitigation_studies_parse_into_their_arms():
     papers = load_study(root / "papers.toml")  # the full Adult training split, one seed
     assert {c.labels["mitigation"] for c in papers.cells} == {"none", "tcm30", "tcmp30", "smote30"}
     assert len(papers.cells) == 4 and {c.seed for c in papers.cells} == {0}
+
+
+MEMSTOP = """
+[[mitigations]]
+label = "none"
+
+[[mitigations]]
+label = "memstop"
+step = "memstop"
+stop_excess = 0.5
+choose = "best-quality"
+track_every = 1
+n_selection = 15
+audit_n_holdout = 20
+"""
+
+
+def test_memstop_arm_chooses_on_rows_the_audit_never_sees(write_study, tmp_path):
+    from tabmem.generators import load_generator
+
+    text = _study(MEMSTOP).replace("n_bootstrap = 50\n", "n_bootstrap = 50\nn_holdout = 20\n")
+    path = write_study(text)
+    study = load_study(path)
+    assert [[s.name for s in c.steps] for c in study.cells] == [
+        ["train", "sample", "audit", "quality"],
+        ["memstop", "sample", "audit", "quality"],
+    ]
+    out = tmp_path / "out"
+    outcome = run_study(path, out, jobs=1, echo=lambda _m: None)
+    assert outcome.done == 2 and not outcome.failed
+    cell = out / "cells" / study.cells[1].id
+    rows = json.loads((cell / "memstop" / "selection_rows.json").read_text())
+    assert len(rows["test_rows"]) == 15 and len(rows["audit_rows"]) == 20
+    assert not set(rows["test_rows"]) & set(rows["audit_rows"])  # chosen on rows the audit does not judge with
+    summary = json.loads((cell / "memstop" / "summary.json").read_text())
+    epoch = summary["selection"]["chosen_epoch"]
+    assert load_generator(cell / "memstop" / "model.pt").epoch_ == epoch and summary["epochs_trained"] == 4
+    df = load_results(out)
+    chosen = df[(df.mitigation == "memstop") & (df.metric == "chosen_epoch")]
+    assert chosen.value.item() == epoch
+    assert len(df[(df.mitigation == "memstop") & (df.metric == "excess_memorization")]) >= 1
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ('step = "memstop"\ntrack_every = 1', r"audit_n_holdout: set it to the \[audit\] n_holdout"),
+        ('step = "memstop"\ntrack_every = 9\naudit_n_holdout = 20', r"track_every is larger"),
+        ('step = "memstop"\nstop_excess = 2\naudit_n_holdout = 20\ntrack_every = 1', r"stop_excess"),
+        ('step = "memstop"\nchoose = "first"\naudit_n_holdout = 20\ntrack_every = 1', r"choose"),
+        ('step = "memstop"\naudit_n_holdout = 30\ntrack_every = 1', r"but the test split has 40"),
+    ],
+)
+def test_bad_memstop_entries_fail_when_the_study_is_read(write_study, entry, message):
+    path = write_study(_study(f'\n[[mitigations]]\nlabel = "bad"\n{entry}\n'))
+    with pytest.raises(ParameterError, match=message):
+        load_study(path)

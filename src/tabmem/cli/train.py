@@ -78,6 +78,35 @@ from tabmem.runs.protocol import TRAIN_RUN
     default="papers",
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option(
+    "--stop-excess",
+    type=float,
+    default=None,
+    help="Memorization-aware checkpoint choice: the largest allowed upper end of the tracked excess "
+    "memorization's 95% interval over --selection-holdout (a fraction: 0.02 = 2 points); model.pt and "
+    "synthetic.csv come from the chosen epoch, last_model.pt is the last one.",
+)
+@click.option(
+    "--quality-floor", type=float, default=None, help="--stop-excess: smallest allowed Shape of the tracked sample."
+)
+@click.option(
+    "--choose",
+    type=click.Choice(["last", "best-quality"]),
+    default="last",
+    show_default=True,
+    help="--stop-excess: the last eligible tracked epoch, or the eligible one with the best Shape.",
+)
+@click.option(
+    "--stop-early", is_flag=True, help="--stop-excess: also end training once tracked epochs exceed the limit."
+)
+@count_option("--patience", "--stop-early: tracked epochs in a row above the limit before stopping.", default=1)
+@file_option(
+    "--selection-holdout",
+    "selection_holdout_path",
+    "--stop-excess: real rows never trained on, used only to choose the epoch (not the evaluation --holdout).",
+    path_type=Path,
+    default=None,
+)
 def train(
     holdout_path: Path | None,
     model: str,
@@ -97,6 +126,12 @@ def train(
     overwrite: bool,
     duplicates: str,
     quiet: bool,
+    stop_excess: float | None,
+    quality_floor: float | None,
+    choose: str,
+    stop_early: bool,
+    patience: int,
+    selection_holdout_path: Path | None,
     **table: Any,
 ) -> None:
     """Train a generator, tracking per-record memorization; write the model, synthetic.csv and dynamics.json."""
@@ -113,6 +148,10 @@ def train(
     preset_name = None if preset.lower() == "none" else preset
     # the preset and every parameter are checked before any table is read
     get_generator(model, preset=preset_name, dataset=table["dataset"], **p).check_params()
+    from tabmem.runs.train import check_selection
+
+    has_sel = selection_holdout_path is not None
+    check_selection(stop_excess, quality_floor, choose, stop_early, patience, track_every, has_sel)
     prepare_out_dir(out_dir, kind=TRAIN_RUN)
     loaded = load_training_table(**table)
     train_df, schema, holdout, source = loaded.table, loaded.schema, loaded.test, dict(loaded.source)
@@ -121,6 +160,12 @@ def train(
     if holdout_path is not None:
         holdout = read_user_table(holdout_path, encoding=table["encoding"], option="--holdout")
         source["holdout"] = str(holdout_path)
+    selection_holdout = None
+    if selection_holdout_path is not None:
+        selection_holdout = read_user_table(
+            selection_holdout_path, encoding=table["encoding"], option="--selection-holdout"
+        )
+        source["selection_holdout"] = str(selection_holdout_path)
     set_torch_threads(threads)
     from tabmem.runs.train import train_to_dir
 
@@ -144,6 +189,12 @@ def train(
         overwrite=overwrite,
         duplicates=duplicates,
         on_warning=echo_warning,
+        stop_excess=stop_excess,
+        quality_floor=quality_floor,
+        choose=choose,
+        stop_early=stop_early,
+        patience=patience,
+        selection_holdout=selection_holdout,
     )
     rate = summary["memorization_rate"]
     line = (
@@ -155,4 +206,11 @@ def train(
     if summary.get("holdout_exact_copy_rate") is not None:
         line += f" (holdout {100 * summary['holdout_exact_copy_rate']:.2f}%)"
     click.echo(line)
+    if summary.get("selection"):
+        sel = summary["selection"]
+        lo, hi = sel["excess_vs_selection_holdout_ci"]
+        click.echo(
+            f"chose epoch {sel['chosen_epoch']} of {sel['epochs_trained']} ({sel['reason']}); excess over the selection "
+            f"holdout {100 * sel['excess_vs_selection_holdout']:+.2f} pts [{100 * lo:+.2f}, {100 * hi:+.2f}]"
+        )
     click.echo(f"wrote {out_dir}/model.pt, synthetic.csv, summary.json" + (", dynamics.json" if track_every else ""))

@@ -5,6 +5,8 @@
   ``tabcutmix-plus``, ``smote``, ``mixup``, ``ijf``.
 * Rankings (:mod:`~tabmem.mitigation.ranking`): ``intensity``, ``count``, ``first-memorization``,
   ``random``; saved and loaded with the training table's fingerprint (transfer across generators).
+* :class:`MemorizationStopping`: a training callback that chooses the checkpoint (and may stop) by
+  the tracked excess memorization over a selection holdout and a Shape floor (``tabmem train --stop-excess``).
 * :class:`DynamicCut` (warm-up, rank, prune, retrain from scratch; ``mix=`` for DynamicCutMix) and
   :func:`mitigation_report` (memorization vs the original and the pruned table, holdout baseline,
   quality). The resumable directory run behind ``tabmem dynamiccut`` is
@@ -27,11 +29,13 @@ from tabmem.mitigation.ranking import (
     random_ranking,
     rank_records,
 )
+from tabmem.mitigation.stopping import MemorizationStopping, choose_epoch, should_stop
 from tabmem.mitigation.summary import DynamicCutSummary, MitigationReport, QualityScores
 
 __all__ = [
     "AUGMENTERS",
     "Augmenter",
+    "MemorizationStopping",
     "DynamicCut",
     "DynamicCutSummary",
     "MitigationReport",
@@ -43,6 +47,7 @@ __all__ = [
     "augmented_table",
     "bootstrap_excess_ci",
     "check_dynamiccut",
+    "choose_epoch",
     "correlation_ratio",
     "count_ranking",
     "cramers_v",
@@ -57,4 +62,5 @@ __all__ = [
     "rank_records",
     "register_augmenter",
     "retrain_table",
+    "should_stop",
 ]

@@ -112,6 +112,8 @@ RUN_FILES = (
     "trajectories.csv",
     "records.csv",
     "tracking",
+    "selection",
+    "last_model.pt",
 )
 TRAIN_RUN = RunKind(
     "training",

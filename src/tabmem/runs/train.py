@@ -14,6 +14,9 @@ short call for a tracked TabDDPM ``small`` run (``tabmem demo`` runs a study ins
     DIR/summary.json     final memorization rate / Mem-AUC next to the holdout baseline, bootstrap CIs
     DIR/dynamics.json    Top vs Non-top training-dynamics comparison (when tracking)
     DIR/trajectories.csv per tracked epoch, Top vs Non-top Mem-AUC and memorized fractions
+    DIR/selection/       with ``stop_excess``: selection.csv (per tracked epoch: excess vs the selection
+                         holdout, its interval, Shape, eligible) and the chosen epoch's snapshot
+    DIR/last_model.pt    with ``stop_excess``: the model of the last trained epoch (model.pt is the chosen one)
 
 A run directory is always resumable or restartable. The tables are validated before anything is
 written; every file is written atomically (a kill leaves the old file or the whole new one).
@@ -45,7 +48,7 @@ import pandas as pd
 from tabmem._io import write_frame, write_json
 from tabmem.callbacks import Callback, StopAtEpoch
 from tabmem.data.schema import Schema, validate
-from tabmem.errors import TabmemError
+from tabmem.errors import TabmemError, suggest
 from tabmem.generators import DEFAULT_PRESET, get_generator, resolve_preset
 from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import ReplicaDetector
@@ -64,6 +67,7 @@ CONFIG_KEYS = (
     "checkpoint_every",
     "source",
     "stop_after",
+    "selection",
 )
 
 #: files and folders of a training run (:data:`RUN_FILES`, what ``overwrite=True`` deletes) and its run
@@ -146,6 +150,13 @@ def train_to_dir(
     duplicates: str = "papers",
     on_warning: Any = None,
     evidence: bool = True,
+    stop_excess: float | None = None,
+    quality_floor: float | None = None,
+    choose: str = "last",
+    stop_early: bool = False,
+    patience: int = 1,
+    selection_holdout: pd.DataFrame | None = None,
+    keep_snapshots: bool = False,
 ) -> dict[str, Any]:
     """Train ``model`` on ``train`` into ``out_dir`` (layout in the module docstring); returns the summary.
 
@@ -161,6 +172,16 @@ def train_to_dir(
     ``evidence`` the summary also holds ``tabmem audit``'s distance evidence of the final table
     (:func:`~tabmem.memorization.evidence.distance_evidence`; a study's audit step computes its
     own, so the study's train step leaves it out).
+
+    ``stop_excess`` (a fraction) turns on memorization-aware checkpoint choice
+    (:class:`~tabmem.mitigation.stopping.MemorizationStopping`): at every tracked epoch the excess of
+    the tracked sample over ``selection_holdout`` (real rows used for nothing else: not the
+    ``holdout`` that judges the result) and its Shape are recorded; ``model.pt``, ``synthetic.csv``
+    and the audit are those of the chosen epoch (``choose``: the last or the best-Shape epoch whose
+    excess upper bound is <= ``stop_excess`` and Shape >= ``quality_floor``), ``last_model.pt`` is the
+    last trained epoch, and ``summary["selection"]`` says which epoch and why. ``stop_early`` also ends
+    training after ``patience`` tracked epochs in a row above the limit. ``keep_snapshots`` keeps every
+    tracked epoch's snapshot in ``selection/snapshots`` (to judge other rules afterwards), not only the chosen one.
     """
     if resume and overwrite:
         raise TabmemError(flag_text("resume", "overwrite") + " exclude each other")
@@ -171,17 +192,23 @@ def train_to_dir(
         raise TabmemError(f"stop_after must be in [1, epochs={gen.epochs}], got {stop_after!r}")
     if checkpoint_every is None:
         checkpoint_every = track_every if track_every else max(1, int(gen.epochs) // 10)
+    selection = selection_config(stop_excess, quality_floor, choose, stop_early, patience, selection_holdout,
+                                 track_every, holdout, schema)  # fmt: skip
     config = {"model": model, "preset": preset, "params": _json_params(gen), "seed": int(seed),
               "track_every": int(track_every), "track_samples": track_samples, "distance": distance,
               "checkpoint_every": int(checkpoint_every), "source": source or {}, "schema": schema.to_dict(),
-              "stop_after": None if stop_after is None else int(stop_after)}  # fmt: skip
+              "stop_after": None if stop_after is None else int(stop_after), "selection": selection}  # fmt: skip
     run = RunDirectory(out_dir, TRAIN_RUN)
     warn = Warnings(on_warning)
     with run.lock():
         resuming = run.start(config, resume=resume, overwrite=overwrite, compare=_settings_differ, warn=warn)
         tracker = _tracker(run.path, track_every, track_samples, distance, seed)
+        chooser = _stopping(run.path, tracker, selection, selection_holdout, seed)
         seconds = _fit(gen, table, schema, run.path, tracker, stop_after=stop_after, progress=progress, seed=seed,
-                       resuming=resuming, checkpoint_every=int(checkpoint_every))  # fmt: skip
+                       resuming=resuming, checkpoint_every=int(checkpoint_every), chooser=chooser)  # fmt: skip
+        trained = int(gen.epoch_)
+        if chooser is not None:
+            gen, chosen = _chosen_model(gen, chooser, run.path, keep_snapshots)
         synthetic, result = _final_sample(gen, len(table), tracker, seed)
         summary, counts = final_audit(run.path, synthetic, result, table, schema, tracker, holdout, distance=distance,
                                       seed=seed, duplicates=duplicates, evidence=evidence)  # fmt: skip
@@ -190,6 +217,8 @@ def train_to_dir(
         for message in summary.get("warnings", []):
             warn(message)
         summary["warnings"] = warn.messages
+        if chooser is not None:
+            summary.update(epochs_trained=trained, selection=chosen)
         write_dynamics(run.path, tracker, summary, counts, q)
         write_json(run.path / "summary.json", summary)
     return summary
@@ -212,10 +241,12 @@ def _fit(
     seed: int,
     resuming: bool,
     checkpoint_every: int,
+    chooser: Any = None,
 ) -> float:
     """Train (or resume) ``gen`` with its callbacks, checkpointing into ``out``; save model.pt and history.csv.
     Returns the training seconds."""
-    callbacks: list[Any] = [c for c in (tracker, StopAtEpoch(int(stop_after)) if stop_after else None) if c is not None]
+    extra = (tracker, chooser, StopAtEpoch(int(stop_after)) if stop_after else None)
+    callbacks: list[Any] = [c for c in extra if c is not None]
     callbacks.append(_Progress(int(stop_after or gen.epochs), enabled=progress))
     ckpt = out / TRAIN_RUN.progress
     t0 = time.perf_counter()
@@ -245,6 +276,109 @@ def _settings_differ(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     if old_params != {k: v for k, v in new["params"].items() if k not in free}:
         diff.append("params")
     return diff
+
+
+def _name(parameter: str) -> str:
+    """A parameter as the caller knows it: ``--stop-excess`` under the command line, ``stop_excess`` in the library."""
+    return suggest(parameter, "--" + parameter.replace("_", "-")) or parameter
+
+
+def check_selection(
+    limit: float | None,
+    quality_floor: float | None,
+    choose: str,
+    stop_early: bool,
+    patience: int,
+    track_every: int,
+    has_selection_holdout: bool,
+) -> None:
+    """The settings of memorization-aware checkpoint choice, checked before any table is read."""
+    from tabmem.mitigation.stopping import CHOICES
+
+    if limit is None:
+        if has_selection_holdout or quality_floor is not None or stop_early:
+            raise TabmemError(
+                _name("stop_excess") + " is needed for a selection holdout, a quality floor or an early stop"
+            )
+        return
+    if not isinstance(limit, (int, float)) or not -1.0 <= float(limit) <= 1.0:
+        raise TabmemError(f"{_name('stop_excess')} must be a fraction in [-1, 1] (0.02 = 2 points), got {limit!r}")
+    if quality_floor is not None and not 0.0 <= float(quality_floor) <= 1.0:
+        raise TabmemError(f"{_name('quality_floor')} must be a Shape in [0, 1], got {quality_floor!r}")
+    if choose not in CHOICES:
+        raise TabmemError(f"{_name('choose')} must be one of {', '.join(CHOICES)}, got {choose!r}")
+    if int(patience) < 1:
+        raise TabmemError(f"{_name('patience')} must be >= 1, got {patience!r}")
+    if not track_every:
+        raise TabmemError(_name("stop_excess") + " needs tracking: " + _name("track_every") + " > 0")
+    if not has_selection_holdout:
+        raise TabmemError(
+            _name("stop_excess") + " needs " + _name("selection_holdout")
+            + " (real rows never trained on, other than the evaluation holdout)"
+        )  # fmt: skip
+
+
+def selection_config(
+    limit: float | None,
+    quality_floor: float | None,
+    choose: str,
+    stop_early: bool,
+    patience: int,
+    selection_holdout: Any,
+    track_every: int,
+    holdout: Any,
+    schema: Schema,
+) -> dict[str, Any] | None:
+    """The checked settings of memorization-aware checkpoint choice as config.json records them (None: off)."""
+    from tabmem.data.fingerprint import table_fingerprint
+
+    check_selection(limit, quality_floor, choose, stop_early, patience, track_every, selection_holdout is not None)
+    if limit is None:
+        return None
+    sel = validate(selection_holdout, schema, name="selection holdout", nan="error")
+    fingerprint = table_fingerprint(sel)
+    if holdout is not None and fingerprint == table_fingerprint(holdout):
+        raise TabmemError(
+            _name("selection_holdout") + " is the evaluation holdout: choosing and judging on the "
+            "same rows biases the result (give other unseen rows)"
+        )  # fmt: skip
+    return {"stop_excess": float(limit), "quality_floor": None if quality_floor is None else float(quality_floor),
+            "choose": choose, "stop_early": bool(stop_early), "patience": int(patience),
+            "selection_holdout": {"n_rows": len(sel), "fingerprint": fingerprint}}  # fmt: skip
+
+
+def _stopping(out: Path, tracker: Any, selection: dict[str, Any] | None, selection_holdout: Any, seed: int) -> Any:
+    if selection is None:
+        return None
+    from tabmem.mitigation.stopping import MemorizationStopping
+
+    return MemorizationStopping(
+        tracker, selection_holdout, limit=selection["stop_excess"], quality_floor=selection["quality_floor"],
+        choose=selection["choose"], stop=selection["stop_early"], patience=selection["patience"],
+        path=out / "selection", random_state=seed,
+    )  # fmt: skip
+
+
+def _chosen_model(gen: Any, chooser: Any, out: Path, keep_snapshots: bool) -> tuple[Any, dict[str, Any]]:
+    """Keep the last model as last_model.pt, make the chosen epoch's model model.pt; the summary's record."""
+    epoch, met, reason = chooser.choice()
+    gen.save(out / "last_model.pt")
+    chosen = chooser.load_chosen(device=None)  # on the device it was trained on, as the tracker sampled it
+    chosen.save(out / "model.pt")
+    if not keep_snapshots:
+        chooser.prune_snapshots()
+    rows = chooser.history_
+    row = rows[rows["epoch"] == epoch].iloc[0].to_dict()
+    record = {
+        "chosen_epoch": int(epoch), "rule_met": bool(met), "reason": reason,
+        "stopped_early": chooser.stopped_epoch_ is not None, "epochs_trained": int(gen.epoch_),
+        "stop_excess": chooser.limit, "quality_floor": chooser.quality_floor, "choose": chooser.choose,
+        "selection_holdout_rate": float(row["selection_holdout_rate"]),
+        "excess_vs_selection_holdout": float(row["excess"]),
+        "excess_vs_selection_holdout_ci": [float(row["excess_lo"]), float(row["excess_hi"])],
+        "tracked_shape": float(row["shape"]), "n_tracked_epochs": len(rows),
+    }  # fmt: skip
+    return chosen, record
 
 
 def _tracker(

@@ -1,4 +1,4 @@
-"""Issue 10's mitigation steps, placed by a ``[[mitigations]]`` entry: ``augment`` and ``dynamiccut``.
+"""Issue 10's mitigation steps, placed by a ``[[mitigations]]`` entry: ``augment``, ``dynamiccut`` and ``memstop``.
 
 * ``augment`` (before ``train``): a registered augmenter (``tabcutmix``, ``smote``, ...) appends
   new rows to the training rows; the train step trains on ``augmented.csv`` (the ``tabmem
@@ -7,6 +7,9 @@
   cell's generator: warm-up (or the count oracle's full run), ranking, pruning, retraining from
   scratch, optionally mixed (DynamicCutMix); its directory is the ``tabmem dynamiccut`` layout and
   its ``model`` is the retrained generator.
+* ``memstop`` (instead of ``train``): ``train_to_dir`` with memorization-aware checkpoint choice
+  (:class:`~tabmem.mitigation.stopping.MemorizationStopping`); its ``model`` is the chosen epoch's,
+  chosen on a selection holdout of test rows the audit step does not use.
 
 The evaluation steps that follow are the same for every arm: they measure memorization against
 the cell's original training rows (everyone who contributed data) with the holdout baseline, so
@@ -21,7 +24,7 @@ from typing import Any
 
 from tabmem.errors import ParameterError
 from tabmem.neighbors.distances import DEFAULT_DISTANCE
-from tabmem.studies._fields import Field, choice, integer, number, string, table
+from tabmem.studies._fields import Field, boolean, choice, integer, number, string, table
 from tabmem.studies.estimate import train_seconds
 from tabmem.studies.steps.base import CellInfo, Step, StepContext, register_step
 from tabmem.studies.steps.train import TrainStep
@@ -203,3 +206,90 @@ class DynamicCutStep(Step):
         else:
             warm = float(config["warmup_epochs"] or epochs) / epochs
         return one * (1.0 + warm)
+
+
+@register_step("memstop")
+class MemStopStep(Step):
+    """Memorization-aware checkpoint choice (``tabmem train --stop-excess``) in place of the train step.
+
+    The selection holdout is ``n_selection`` rows (default |train|) of the test split that the audit
+    step never uses: the audit's holdout is the seeded subsample of ``audit_n_holdout`` rows (set it
+    to the ``[audit] n_holdout`` of the study), and the selection rows are drawn from the rest. The
+    epoch is chosen on other rows than those that judge it (docs/mitigation.md: selection bias).
+    """
+
+    options = {
+        "stop_excess": Field(0.05, number(-1, 1), "largest allowed upper end of the excess interval (fraction)"),
+        "quality_floor": Field(0.0, number(0, 1), "smallest allowed Shape of the tracked sample (0: none)"),
+        "choose": Field("last", choice(["last", "best-quality"]), "last | best-quality eligible tracked epoch"),
+        "stop_early": Field(False, boolean, "end training after `patience` tracked epochs above the limit"),
+        "patience": Field(1, integer(1), "tracked epochs in a row above the limit before an early stop"),
+        "track_every": Field(100, integer(1), "tracking (and checkpoint choice) interval"),
+        "track_samples": Field(None, integer(1, none=True), "rows sampled per tracked epoch (default |train|)"),
+        "distance": Field(DEFAULT_DISTANCE, choice(_distances), "distance of tracking and the choice"),
+        "n_selection": Field(None, integer(1, none=True), "selection holdout rows (default |train|)"),
+        "audit_n_holdout": Field(None, integer(1, none=True), "the [audit] n_holdout (its rows are excluded)"),
+        "device": Field(None, string(), "cpu, cuda or auto (default: the generator's)"),
+    }
+    axis = "mitigations"
+    placement = ("instead", "train")
+    produces = {"model": "model.pt", "synthetic": "synthetic.csv"}
+    resumable = True
+
+    @classmethod
+    def configure(cls, options: Mapping[str, Any], cell: CellInfo, where: str) -> dict[str, Any]:
+        gen = _generator(cell, options["device"], where)
+        if options["track_every"] > int(gen["resolved"]["epochs"]):
+            raise ParameterError(
+                f"{where}track_every is larger than the generator's {gen['resolved']['epochs']} epochs"
+            )
+        n_test, n_sel = cell.dataset.n_test, options["n_selection"] or cell.dataset.n_rows
+        if options["audit_n_holdout"] is None:
+            raise ParameterError(f"{where}audit_n_holdout: set it to the [audit] n_holdout (its rows are not reused)")
+        if n_test is not None and n_sel is not None and options["audit_n_holdout"] + n_sel > n_test:
+            raise ParameterError(
+                f"{where}n_selection + audit_n_holdout = {n_sel + options['audit_n_holdout']} rows, "
+                f"but the test split has {n_test}"
+            )
+        return {**gen, **{k: v for k, v in options.items() if k != "device"}}
+
+    def run(self, ctx: StepContext) -> list[MetricRow]:
+        import numpy as np
+
+        from tabmem.runs.train import train_to_dir
+        from tabmem.studies.inputs import subsample_rows
+        from tabmem.studies.steps.train import _tuples
+
+        c = self.config
+        test = ctx.data.test
+        if test is None:
+            raise ParameterError("memstop: the dataset has no test split to draw a selection holdout from")
+        used = subsample_rows(len(test), c["audit_n_holdout"], ctx.seed_for("holdout"))  # the audit's rows
+        rest = np.setdiff1d(np.arange(len(test)), used)
+        n_sel = int(c["n_selection"] or len(ctx.data.train))
+        if n_sel > len(rest):
+            raise ParameterError(f"memstop: {len(rest)} test rows are left for the selection holdout, not {n_sel}")
+        pick = rest[subsample_rows(len(rest), n_sel, ctx.seed_for("selection"))]
+        from tabmem._io import write_json
+
+        write_json(ctx.out / "selection_rows.json", {"test_rows": pick.tolist(), "audit_rows": used.tolist()})
+        summary = train_to_dir(
+            ctx.training_rows(), ctx.data.schema, ctx.out, model=c["model"], preset=c["preset"],
+            params=_tuples(c["params"]), seed=ctx.seed, track_every=c["track_every"],
+            track_samples=c["track_samples"], distance=c["distance"], resume=ctx.resume, progress=False,
+            source={"study_dataset": ctx.cell.dataset.identity}, dataset=c["dataset_preset"], evidence=False,
+            stop_excess=c["stop_excess"], quality_floor=c["quality_floor"] or None, choose=c["choose"],
+            stop_early=c["stop_early"], patience=c["patience"],
+            selection_holdout=test.iloc[pick].reset_index(drop=True),
+        )  # fmt: skip
+        s = summary["selection"]
+        return [
+            metric("chosen_epoch", s["chosen_epoch"]),
+            metric("epochs_trained", s["epochs_trained"]),
+            metric("rule_met", float(s["rule_met"])),
+            metric("excess_vs_selection_holdout", s["excess_vs_selection_holdout"], component=c["distance"]),
+        ]
+
+    @classmethod
+    def estimate(cls, config: Mapping[str, Any], cell: CellInfo) -> float:
+        return train_seconds({**config, "holdout": False}, cell)
