@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
@@ -48,6 +49,7 @@ __all__ = ["nearest_other_distances", "self_search_key", "self_search_cache_dir"
 FORMAT = 1  # bump when the stored layout or meaning changes
 _MEMORY_ENTRIES = 8  # training tables kept in memory (8 bytes per row each)
 _memory: OrderedDict[str, np.ndarray] = OrderedDict()
+_lock = threading.Lock()  # study cells may share a process
 _source_hash: list[str] = []
 _DEPENDS_ON = (
     "tabmem.data.schema",
@@ -70,7 +72,8 @@ def self_search_cache_dir() -> Path | None:
 
 def clear_memory_cache() -> None:
     """Forget every in-memory entry (the disk cache is left as it is)."""
-    _memory.clear()
+    with _lock:
+        _memory.clear()
 
 
 def self_search_key(index: NeighborIndex, reference: pd.DataFrame | ValidatedTable) -> str | None:
@@ -109,7 +112,8 @@ def nearest_other_distances(
         return nearest_other_distance(index, reference, progress=progress)
     folder = self_search_cache_dir() if cache_dir is True else (Path(cache_dir) if cache_dir else None)
     n = len(reference)
-    found = _memory.get(key)
+    with _lock:
+        found = _memory.get(key)
     if found is None and folder is not None:
         found = _load(folder / f"{key}.npy", n)
     if found is not None:
@@ -125,10 +129,11 @@ def nearest_other_distances(
 
 
 def _remember(key: str, value: np.ndarray) -> None:
-    _memory[key] = value
-    _memory.move_to_end(key)
-    while len(_memory) > _MEMORY_ENTRIES:
-        _memory.popitem(last=False)
+    with _lock:
+        _memory[key] = value
+        _memory.move_to_end(key)
+        while len(_memory) > _MEMORY_ENTRIES:
+            _memory.popitem(last=False)
 
 
 def _load(path: Path, n: int) -> np.ndarray | None:
