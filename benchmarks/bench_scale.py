@@ -16,8 +16,8 @@ its peak memory (``ru_maxrss``) and its in-memory cache are its own:
   (:mod:`tabmem.memorization.selfsearch`): one search.
 
 The **GEMM floor** of one N x M search is the time of the matrix products that a GEMM formulation
-of it cannot avoid, at this machine's rates measured (``bench_replicas.gemm_ceiling``, one thread)
-right before the point: ``2 N M F32 / rate32`` with ``F32`` the one-hot width (the categorical
+of it cannot avoid, at this machine's rates per CPU second measured (``bench_replicas.gemm_ceiling``
+timed by ``time.process_time``, one thread) right before the point: ``2 N M F32 / rate32`` with ``F32`` the one-hot width (the categorical
 match counts), plus for ``fang2024`` ``2 N M F64 / rate64`` with ``F64 = k + 2`` (its float64
 numerical product). Ratios: search / floor (the kernel), audit / floor of the searches it ran.
 Sizes listed under ``--probe-sizes`` are run whole except their searches, cut to their first
@@ -204,8 +204,9 @@ def floors(point: dict, c32: float, c64: float) -> float:
 
 
 def rates(n_jobs: int) -> tuple[float, float]:
+    """float32 and float64 GEMM GFLOP/s per CPU second (one thread: per second of work, whatever the load)."""
     with threadpool_limits(n_jobs):
-        return gemm_ceiling(np.float32), gemm_ceiling(np.float64)
+        return gemm_ceiling(np.float32, clock=time.process_time), gemm_ceiling(np.float64, clock=time.process_time)
 
 
 def main() -> None:
