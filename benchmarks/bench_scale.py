@@ -151,33 +151,38 @@ def clock() -> np.ndarray:
     return np.array([time.perf_counter(), time.process_time()])
 
 
-def matches_ab(n: int, rows: int, repeats: int, data_dir: str) -> None:
-    """Match counts of the same blocks summed whole and in column tiles, alternated (before/after)."""
+#: --ab: (distance, module constant, before, after, what is timed)
+AB = {
+    "matches": ("gower", "_MATCH_BLOCK_BYTES", 1 << 62, 16 << 20, "match counts summed whole / in column tiles"),
+}
+
+
+def ab(kind: str, n: int, rows: int, repeats: int, data_dir: str) -> None:
+    """One kernel part on the same blocks before and after a change of its constant, alternated (CPU s)."""
     import tabmem.neighbors.distances as distances
     from tabmem.data.datasets import load_dataset
     from tabmem.neighbors import NeighborIndex
 
+    distance, constant, before, after, what = AB[kind]
     ds = load_dataset("adult", data_dir=data_dir)
     train = noisy_resample(ds.train, ds.schema, n, seed=1)
-    index = NeighborIndex("gower", n_jobs=1).fit(train, ds.schema)
+    index = NeighborIndex(distance, n_jobs=1).fit(train, ds.schema)
     d = index.distance_
-    codes = index.prepare(noisy_resample(train, ds.schema, rows * repeats, seed=2)).codes
-    tiled = distances._MATCH_BLOCK_BYTES
-    spent = {"whole": [], "tiles": []}
+    q = index.prepare(noisy_resample(train, ds.schema, rows * repeats, seed=2))
+    spent: dict[str, list[float]] = {"before": [], "after": []}
     for r in range(repeats):
-        block = codes[r * rows : (r + 1) * rows]
-        for name, limit in (
-            (("whole", 1 << 62), ("tiles", tiled)) if r % 2 == 0 else (("tiles", tiled), ("whole", 1 << 62))
-        ):
-            distances._MATCH_BLOCK_BYTES = limit
+        block = slice(r * rows, (r + 1) * rows)
+        order = [("before", before), ("after", after)]
+        for name, value in order if r % 2 == 0 else order[::-1]:
+            setattr(distances, constant, value)
             t = time.process_time()
-            d._matches(None, block)
+            d._matches(None, q.codes[block])
             spent[name].append(time.process_time() - t)
-    distances._MATCH_BLOCK_BYTES = tiled
-    w, t = np.median(spent["whole"]), np.median(spent["tiles"])
+    setattr(distances, constant, after)
+    b, a = np.median(spent["before"]), np.median(spent["after"])
     print(
-        f"match counts, {rows} x {n:,} blocks, {len(d._groups or [])} lookup tables, {repeats} alternated repeats: "
-        f"whole {w * 1e3:.0f} ms, column tiles {t * 1e3:.0f} ms CPU (median): {w / t:.2f}x; {load()}"
+        f"{what}: {rows} x {n:,} blocks, {repeats} alternated repeats, CPU median "
+        f"before {b * 1e3:.1f} ms, after {a * 1e3:.1f} ms: {b / a:.2f}x; {load()}"
     )
 
 
@@ -221,16 +226,17 @@ def main() -> None:
     parser.add_argument("--probe-rows", type=int, default=2048, help="query rows searched at --probe-sizes")
     parser.add_argument("--probe", type=int, default=0, help=argparse.SUPPRESS)  # the child's cut
     parser.add_argument("--json", default=None, help="also write every point here")
-    parser.add_argument("--matches-ab", type=int, default=0, help="only compare whole/tiled match counts at this N")
+    parser.add_argument("--ab", choices=sorted(AB), default=None, help="only time one kernel change, before/after")
+    parser.add_argument("--ab-n", type=int, default=1_000_000, help="reference rows of --ab")
     parser.add_argument("--child", nargs=2, metavar=("N", "DISTANCE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         point = child(int(args.child[0]), args.child[1], args.data_dir, args.memory_gb, args.n_jobs, args.probe)
         print(json.dumps(point))
         return
-    if args.matches_ab:
-        rows = int(args.memory_gb * GIB) // (24 * args.matches_ab)  # the search's block rows (blocked.py)
-        matches_ab(args.matches_ab, int(np.clip(rows, 1, 128)), 10, args.data_dir)
+    if args.ab:
+        rows = int(args.memory_gb * GIB) // (24 * args.ab_n)  # the search's block rows (blocked.py)
+        ab(args.ab, args.ab_n, int(np.clip(rows, 1, 128)), 10, args.data_dir)
         return
 
     print(f"machine: {os.cpu_count()} cores, n_jobs={args.n_jobs}, --memory-gb {args.memory_gb}; {load()} at start")
