@@ -191,7 +191,6 @@ def test_pruned_mixed_schema_with_target() -> None:
     check_pruned_contract(ref, q, MIXED)
 
 
-
 def wide_cats(df: pd.DataFrame, seed: int, copy_from: pd.DataFrame | None = None) -> pd.DataFrame:
     """``four_cats`` with 12, 11 and 10 levels: more joint values than one lookup table holds."""
     rng = np.random.default_rng(seed)

@@ -305,7 +305,9 @@ class Distance:
                 joints.append((np.where(sub >= 0, sub, self._unseen_slot[cols]) * strides).sum(axis=1))
             # a block larger than the cache is summed in column tiles that stay in it: each table row
             # is then read once, instead of every group's gather and sum streaming the whole block
-            width = n if n_rows * n <= _MATCH_BLOCK_BYTES else max(_MATCH_TILE_COLS, _MATCH_TILE_BYTES // max(n_rows, 1))
+            width = (
+                n if n_rows * n <= _MATCH_BLOCK_BYTES else max(_MATCH_TILE_COLS, _MATCH_TILE_BYTES // max(n_rows, 1))
+            )
             tmp = np.empty((n_rows, min(width, n)), dtype=np.uint8)
             for j0 in range(0, n, width):
                 j1 = min(j0 + width, n)
