@@ -206,15 +206,16 @@ def wide_cats(df: pd.DataFrame, seed: int, copy_from: pd.DataFrame | None = None
     return out
 
 
-@pytest.mark.parametrize("k", [1, 3])
-def test_match_counts_summed_in_column_tiles(monkeypatch, k: int) -> None:
+@pytest.mark.parametrize(("k", "cats"), [(1, "wide"), (3, "wide"), (2, "four")])
+def test_match_counts_summed_in_column_tiles(monkeypatch, k: int, cats: str) -> None:
     """Blocks too large for the cache sum their lookup-table gathers in column tiles (7 columns here,
     a ragged last tile): the same exact counts, the same neighbours as the float64 brute force."""
     import tabmem.neighbors.distances as distances
 
+    make = wide_cats if cats == "wide" else four_cats
     ref, q = far_from_mean(5, n_ref=200, n_q=60)
-    ref4 = wide_cats(ref, 4)
-    queries = wide_cats(q, 6, ref4)
+    ref4 = make(ref, 4)
+    queries = make(q, 6, ref4)
     queries.loc[3, "a"] = "never-seen"  # an unseen category matches no reference row, in every tile
     whole = fitted(ref4, queries, FOUR)
     expected = whole[0].pruned_block(whole[1], slice(0, len(queries))).matches
@@ -223,6 +224,6 @@ def test_match_counts_summed_in_column_tiles(monkeypatch, k: int) -> None:
     monkeypatch.setattr(distances, "_MATCH_TILE_BYTES", 1)
     check_pruned_contract(ref4, queries, FOUR)
     dist, prepared = fitted(ref4, queries, FOUR)
-    assert dist._groups is not None and len(dist._groups) > 1  # the lookup tables, several groups
+    assert dist._groups is not None and (len(dist._groups) > 1) == (cats == "wide")  # one table, or several
     np.testing.assert_array_equal(dist.pruned_block(prepared, slice(0, len(queries))).matches, expected)
     check_pruned_search(ref4, queries, FOUR, k=k, block_rows=16)

@@ -308,10 +308,10 @@ class Distance:
             width = (
                 n if n_rows * n <= _MATCH_BLOCK_BYTES else max(_MATCH_TILE_COLS, _MATCH_TILE_BYTES // max(n_rows, 1))
             )
-            tmp = np.empty((n_rows, min(width, n)), dtype=np.uint8)
+            tmp = np.empty((n_rows, min(width, n)), dtype=np.uint8) if len(self._groups) > 1 else out
             for j0 in range(0, n, width):
                 j1 = min(j0 + width, n)
-                part, buf = out[:, j0:j1], tmp[:, : j1 - j0]
+                part, buf = out[:, j0:j1], tmp[:, : j1 - j0]  # buf: used from the second table on
                 for g, ((_, _, table), joint) in enumerate(zip(self._groups, joints)):
                     np.take(table[:, j0:j1] if width < n else table, joint, axis=0, out=part if g == 0 else buf)
                     if g:
