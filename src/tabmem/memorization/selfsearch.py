@@ -59,6 +59,8 @@ _DEPENDS_ON = (
     "tabmem.neighbors.blocked",
     "tabmem.neighbors.index",
     "tabmem.memorization.authenticity",
+    "tabmem.memorization.replicas",  # fits the index the audit searches with
+    "tabmem.memorization.selfsearch",
 )
 
 
