@@ -189,3 +189,41 @@ def test_pruned_mixed_schema_with_target() -> None:
     q = ref.sample(30, random_state=1).reset_index(drop=True)
     q["x"] += 0.01
     check_pruned_contract(ref, q, MIXED)
+
+
+def wide_cats(df: pd.DataFrame, seed: int, copy_from: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``four_cats`` with 12, 11 and 10 levels: more joint values than one lookup table holds."""
+    rng = np.random.default_rng(seed)
+    out = df[["x", "y"]].copy()
+    for c, n in (("a", 12), ("b", 11), ("c", 10)):
+        out[c] = rng.choice([f"{c}{i}" for i in range(n)], len(df))
+    out["t"] = rng.integers(0, 2, len(df))
+    if copy_from is not None:  # most query rows copy a reference row's categories (selective pruning)
+        pick = rng.integers(0, len(copy_from), len(df))
+        keep = rng.random(len(df)) < 0.8
+        for c in ("a", "b", "c", "t"):
+            out[c] = np.where(keep, copy_from[c].to_numpy()[pick], out[c].to_numpy())
+    return out
+
+
+@pytest.mark.parametrize(("k", "cats"), [(1, "wide"), (3, "wide"), (2, "four")])
+def test_match_counts_summed_in_column_tiles(monkeypatch, k: int, cats: str) -> None:
+    """Blocks too large for the cache sum their lookup-table gathers in column tiles (7 columns here,
+    a ragged last tile): the same exact counts, the same neighbours as the float64 brute force."""
+    import tabmem.neighbors.distances as distances
+
+    make = wide_cats if cats == "wide" else four_cats
+    ref, q = far_from_mean(5, n_ref=200, n_q=60)
+    ref4 = make(ref, 4)
+    queries = make(q, 6, ref4)
+    queries.loc[3, "a"] = "never-seen"  # an unseen category matches no reference row, in every tile
+    whole = fitted(ref4, queries, FOUR)
+    expected = whole[0].pruned_block(whole[1], slice(0, len(queries))).matches
+    monkeypatch.setattr(distances, "_MATCH_BLOCK_BYTES", 0)
+    monkeypatch.setattr(distances, "_MATCH_TILE_COLS", 7)
+    monkeypatch.setattr(distances, "_MATCH_TILE_BYTES", 1)
+    check_pruned_contract(ref4, queries, FOUR)
+    dist, prepared = fitted(ref4, queries, FOUR)
+    assert dist._groups is not None and (len(dist._groups) > 1) == (cats == "wide")  # one table, or several
+    np.testing.assert_array_equal(dist.pruned_block(prepared, slice(0, len(queries))).matches, expected)
+    check_pruned_search(ref4, queries, FOUR, k=k, block_rows=16)

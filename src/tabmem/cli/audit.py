@@ -14,8 +14,9 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from tabmem._checks import resolve_n_jobs
 from tabmem.cli._options import (
@@ -45,6 +46,14 @@ from tabmem.runs.audit import AUDIT_RUN, audit_to_dir
 PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
 
 
+class RowsPerSecond(ProgressColumn):
+    """The search's speed in rows per second (rich's own speed estimate, over its recent window)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("? rows/s" if speed is None else f"{speed:,.0f} rows/s", style="progress.data.speed")
+
+
 @contextlib.contextmanager
 def progress_bar(console: Console, total_rows: int, n_train: int) -> Iterator[Callable[[int], None] | None]:
     """A progress bar of the neighbour search (its per-rows callback) when the job is large, else ``None``."""
@@ -55,6 +64,7 @@ def progress_bar(console: Console, total_rows: int, n_train: int) -> Iterator[Ca
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         TextColumn("{task.completed:,}/{task.total:,} rows"),
+        RowsPerSecond(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,

@@ -20,7 +20,7 @@ with the table itself (``k = 2``).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -34,10 +34,17 @@ NNDR_QUANTILES: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5)
 NNDR_CURVE: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))
 
 
-def nearest_other_distance(index: NeighborIndex, reference: pd.DataFrame | ValidatedTable) -> np.ndarray:
+def nearest_other_distance(
+    index: NeighborIndex,
+    reference: pd.DataFrame | ValidatedTable,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
     """For every row of the table a fitted ``index`` was built on (``reference``, the same rows in the
-    same order), the distance to its nearest *other* row (0 when it has an exact duplicate)."""
-    idx, dist = index.kneighbors(reference, k=2)
+    same order), the distance to its nearest *other* row (0 when it has an exact duplicate).
+    ``progress(n_rows)`` follows the search. :func:`tabmem.memorization.selfsearch.nearest_other_distances`
+    computes it once per training table."""
+    idx, dist = index.kneighbors(reference, k=2, progress=progress)
     own = idx[:, 0] == np.arange(len(reference))
     return np.where(own, dist[:, 1], dist[:, 0])
 

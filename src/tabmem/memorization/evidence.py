@@ -9,18 +9,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 import pandas as pd
 
 from tabmem.data.schema import ValidatedTable
-from tabmem.memorization.authenticity import (
-    authenticity,
-    nearest_other_distance,
-    nndr_summary,
-)
+from tabmem.memorization.authenticity import authenticity, nndr_summary
 from tabmem.memorization.copying import DataCopyingTest
 from tabmem.memorization.replicas import ReplicaDetector, ReplicaResult
+from tabmem.memorization.selfsearch import nearest_other_distances
 from tabmem.memorization.summary import DistanceEvidence
 
 __all__ = ["distance_evidence"]
@@ -37,6 +35,8 @@ def distance_evidence(
     n_cells: int = 10,
     copying_distance: str | None = None,
     random_state: int | None = 0,
+    self_search_cache: Path | bool | None = True,
+    progress: Callable[[int], None] | None = None,
 ) -> DistanceEvidence:
     """``data_copying`` (``None`` without a holdout), ``authenticity``, ``identical_matches`` and ``nndr``.
 
@@ -45,9 +45,13 @@ def distance_evidence(
     :meth:`ReplicaDetector.validate` returns them, so that none is validated twice. The
     data-copying test uses the detector's distance unless ``copying_distance`` is given, with
     ``n_cells`` k-means cells (seeded by ``random_state``).
+
+    Authenticity's search of the training table against itself is computed once per training table
+    and reused (:mod:`tabmem.memorization.selfsearch`; ``self_search_cache`` is its ``cache_dir``:
+    ``True`` = the user cache, ``False`` = memory only); ``progress(n_rows)`` follows that search.
     """
     train = detector.training_table_
-    loo = nearest_other_distance(detector.index_, train)
+    loo = nearest_other_distances(detector.index_, train, cache_dir=self_search_cache, progress=progress)
     parts = {"synthetic": result}
     if result.holdout is not None:
         parts["holdout"] = result.holdout

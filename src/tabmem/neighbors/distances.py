@@ -84,6 +84,9 @@ EPS32 = float(np.finfo(np.float32).eps)
 EPS64 = float(np.finfo(np.float64).eps)
 _TILE_BYTES = 1 << 20  # float64 working tile of the element-wise passes (stays in L2 cache)
 _L2_TAME = 2.0**40  # l2 feature magnitude beyond which a query row takes the exact fallback
+_MATCH_BLOCK_BYTES = 16 << 20  # match-count blocks above this are summed in column tiles ...
+_MATCH_TILE_BYTES = 256 << 10  # ... of about this size (in cache), at least _MATCH_TILE_COLS columns wide
+_MATCH_TILE_COLS = 4096
 
 
 def get_distance(name: str) -> "Distance":
@@ -294,14 +297,25 @@ class Distance:
         float32 GEMM of 0/1 one-hots (small integers, exact).
         """
         if self._groups is not None and codes is not None:
-            out = np.empty((codes.shape[0], self.n_ref), dtype=np.uint8)
-            tmp = np.empty_like(out) if len(self._groups) > 1 else out
-            for g, (cols, strides, table) in enumerate(self._groups):
+            n_rows, n = codes.shape[0], self.n_ref
+            out = np.empty((n_rows, n), dtype=np.uint8)
+            joints = []
+            for cols, strides, _ in self._groups:
                 sub = codes[:, cols]
-                joint = (np.where(sub >= 0, sub, self._unseen_slot[cols]) * strides).sum(axis=1)
-                np.take(table, joint, axis=0, out=out if g == 0 else tmp)
-                if g:
-                    np.add(out, tmp, out=out)
+                joints.append((np.where(sub >= 0, sub, self._unseen_slot[cols]) * strides).sum(axis=1))
+            # a block larger than the cache is summed in column tiles that stay in it: each table row
+            # is then read once, instead of every group's gather and sum streaming the whole block
+            width = (
+                n if n_rows * n <= _MATCH_BLOCK_BYTES else max(_MATCH_TILE_COLS, _MATCH_TILE_BYTES // max(n_rows, 1))
+            )
+            tmp = np.empty((n_rows, min(width, n)), dtype=np.uint8) if len(self._groups) > 1 else out
+            for j0 in range(0, n, width):
+                j1 = min(j0 + width, n)
+                part, buf = out[:, j0:j1], tmp[:, : j1 - j0]  # buf: used from the second table on
+                for g, ((_, _, table), joint) in enumerate(zip(self._groups, joints)):
+                    np.take(table[:, j0:j1] if width < n else table, joint, axis=0, out=part if g == 0 else buf)
+                    if g:
+                        np.add(part, buf, out=part)
             return out
         out = np.empty((onehot.shape[0], self.n_ref), dtype=np.float32)
         sgemm(1.0, self.ref_.onehot.T, onehot.T, beta=0.0, c=out.T, trans_a=1, trans_b=0, overwrite_c=1)

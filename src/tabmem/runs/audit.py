@@ -75,8 +75,11 @@ def audit_to_dir(
         syn, hold = _validated(detector, synthetic, holdout, unseen=unseen, extra=extra)
         result = _score(detector, syn, hold, unseen=unseen, extra=extra, progress=progress)
         found = None
-        if evidence:
-            found = distance_evidence(detector, result, syn, hold, n_cells=copying_cells, random_state=seed)
+        if evidence:  # the training table's self-search: computed once per table (memorization.selfsearch)
+            with (progress or _no_progress)(detector.n_train_, detector.n_train_) as advance:
+                found = distance_evidence(
+                    detector, result, syn, hold, n_cells=copying_cells, random_state=seed, progress=advance
+                )
         seconds = time.perf_counter() - t0 if timed else None
         return result.save(run.path, seconds=seconds, schema=schema.to_dict(), evidence=found,
                            n_bootstrap=n_bootstrap, random_state=bootstrap_seed)  # fmt: skip
