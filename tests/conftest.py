@@ -66,3 +66,16 @@ def counted(monkeypatch):
 
     monkeypatch.setattr(schema_module, "_validate_raw", counting)
     return calls
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache_dir(tmp_path_factory):
+    """The suite's on-disk caches (the training self-search) go to a fresh folder, never the user's ~/.cache:
+    a run neither reads what an earlier run left nor leaves files behind. Subprocesses inherit it."""
+    old = os.environ.get("TABMEM_CACHE_DIR")
+    os.environ["TABMEM_CACHE_DIR"] = str(tmp_path_factory.mktemp("tabmem-cache"))
+    yield
+    if old is None:
+        os.environ.pop("TABMEM_CACHE_DIR", None)
+    else:
+        os.environ["TABMEM_CACHE_DIR"] = old
