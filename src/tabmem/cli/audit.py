@@ -21,24 +21,28 @@ from tabmem._checks import resolve_n_jobs
 from tabmem.cli._options import (
     MEMORY_GB,
     FiniteRange,
+    address_option,
     choice_option,
     count_option,
     distance_option,
     echo_schema,
     echo_threads,
     echo_warning,
+    executor_option,
     file_option,
     load_training_table,
     n_jobs_option,
     prepare_out_dir,
     read_user_table,
     seed_option,
+    shards_option,
     training_table_options,
 )
 from tabmem.errors import TabmemError
 from tabmem.memorization.replicas import DUPLICATES, ReplicaDetector
 from tabmem.memorization.summary import AuditSummary
 from tabmem.runs.audit import AUDIT_RUN, audit_to_dir
+from tabmem.runs.pool import check_pool
 
 PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
 
@@ -172,6 +176,10 @@ def _with_holdout(value: float | None, hold: float | None) -> str:
 @click.option(
     "--memory-gb", type=MEMORY_GB, default=1.0, show_default=True, help="Working-memory budget of the search (GiB)."
 )
+@executor_option("Where the neighbour searches run: in this process / local worker processes, or Ray tasks.")
+@n_jobs_option("Search tasks at once (local: worker processes, default 1: in this process; ray: all).", flag="--jobs")
+@address_option()
+@shards_option()
 def audit(
     synthetic,
     holdout,
@@ -189,9 +197,14 @@ def audit(
     show_records,
     n_jobs,
     memory_gb,
+    executor,
+    jobs,
+    address,
+    shards,
     **table: Any,
 ) -> None:
     """Find synthetic rows that replicate training rows (d1/d2 < threshold), exact copies and rare-value leakage."""
+    check_pool(executor, address)
     console = Console()
     out_dir = prepare_out_dir(out, kind=AUDIT_RUN)
     loaded = load_training_table(**table)
@@ -229,6 +242,10 @@ def audit(
         seed=seed,
         timed=True,
         progress=lambda rows, n_train: progress_bar(console, rows, n_train),
+        executor=executor,
+        jobs=None if jobs is None else resolve_n_jobs(jobs, "--jobs"),
+        address=address,
+        shards=shards,
     )
     console.print(summary_table(summary))
     for message in summary.warnings:

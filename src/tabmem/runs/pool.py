@@ -221,11 +221,12 @@ def _init_ray(address: str | None) -> tuple[Any, bool]:
         import ray
     except ImportError:
         raise TabmemError(f"{name_setting(_RAY, '--executor', 'ray')} needs Ray: pip install 'tabmem[ray]'") from None
+    if address:
+        _check_reachable(address)
     if ray.is_initialized():
         return ray, False
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if address:
-        _check_reachable(address)
         kwargs["address"] = address
     else:  # a local instance with this machine's CPUs: Ray never runs more tasks than fit
         kwargs["num_cpus"] = available_cpus()
