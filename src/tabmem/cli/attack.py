@@ -91,7 +91,7 @@ if TYPE_CHECKING:
     "(a local instance starts if none runs)."
 )
 @n_jobs_option(
-    "Shadows trained (search shards searched) at once (-1: one per available CPU).", default=1, flag="--jobs"
+    "Shadows trained (local: search shards searched) at once (-1: one per available CPU).", default=1, flag="--jobs"
 )
 @address_option("Ray cluster the shadows train on (auto, or ray://host:port); default: start a local one.")
 @shards_option()

@@ -24,20 +24,18 @@ import functools
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from tabmem._checks import check_positive_int
 from tabmem.neighbors.distances import Queries
 
-if TYPE_CHECKING:
-    from tabmem.neighbors.index import NeighborIndex
-
 __all__ = ["MIN_SHARD_CELLS", "ShardMap", "Sharding", "active_sharding", "shard_bounds", "sharding"]
 
-#: a shard holds at least this many query x reference pairs: smaller searches stay in this process
-MIN_SHARD_CELLS = 1 << 22
+#: a shard holds at least this many query x reference pairs (~0.1-0.3 s of search on one core): smaller
+#: searches (the data-copying test's cells on Adult) stay in this process, where a pool would cost more
+MIN_SHARD_CELLS = 1 << 26
 #: ``run(fn, payloads, on_done)`` calls ``fn(payloads[i])`` somewhere and ``on_done(i, result)`` here for
 #: every ``i``; it raises (one line) when a task fails
 ShardMap = Callable[[Callable[[Any], Any], Sequence[Any], Callable[[int, Any], None]], None]
@@ -83,14 +81,14 @@ def shard_bounds(n_rows: int, n_ref: int, shards: int) -> list[tuple[int, int]]:
 
 
 def sharded_kneighbors(
-    index: NeighborIndex,
+    index: Any,
     queries: Queries,
     k: int,
     *,
     block_rows: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """``index.kneighbors(queries, k)`` run over the active sharding; ``None`` when none is active or one shard
+    """``index.kneighbors(queries, k)`` (a fitted :class:`~tabmem.neighbors.NeighborIndex`) run over the active sharding; ``None`` when none is active or one shard
     would do (the caller searches in this process)."""
     plan = _ACTIVE.get()
     if plan is None:
@@ -115,7 +113,7 @@ def sharded_kneighbors(
 
 
 def search_shard(
-    index: NeighborIndex, k: int, block_rows: int | None, queries: Queries
+    index: Any, k: int, block_rows: int | None, queries: Queries
 ) -> tuple[np.ndarray, np.ndarray]:
     """One task: the ordinary (unsharded) search of ``queries`` in ``index``."""
     with sharding(None):

@@ -137,13 +137,14 @@ def attack_to_dir(
     Holds the writer lock; returns the :class:`~tabmem.attacks.summary.AttackSummary` (``.to_dict()`` is
     what ``summary.json`` holds), ``on_report`` gets the :class:`AttackReport`. The large neighbour
     searches (DCR's, MC's ε, the ledger's replica counts) run sharded, in at most ``shards`` shards,
-    on the shadows' executor (:func:`tabmem.runs.searches.sharded_searches`; the files do not depend on it).
+    on the shadows' executor (``jobs`` worker processes; on Ray every shard at once) (:func:`tabmem.runs.searches.sharded_searches`; the files do not depend on it).
     """
     attacks = check_attack_names(attacks)
     config = _shadow_config(shadows, shadow_keywords)
     _check_design(attacks, config.design)
     claim = _claim(config, confidence, claimed_epsilon, claimed_delta)
-    searches = sharded_searches(config.executor, jobs=config.jobs, address=config.address, shards=shards)
+    jobs = config.jobs if config.executor == "local" else None  # Ray: every shard at once, placed by its CPUs
+    searches = sharded_searches(config.executor, jobs=jobs, address=config.address, shards=shards)
     with RunDirectory(out_dir, ATTACK_RUN).lock() as run, searches:
         tables = _validate(members, non_members, synthetic, population, schema, nan=nan, extra=extra)
         shadow_set = _shadow_stage(tables, schema, run.path / "shadows", attacks, config, seed, progress)

@@ -59,7 +59,7 @@ def audit_to_dir(
     timed: bool = False,
     progress: ProgressFactory | None = None,
     executor: str = "local",
-    jobs: int | None = 1,
+    jobs: int | None = None,
     address: str | None = None,
     shards: int | None = None,
 ) -> AuditSummary:
@@ -73,7 +73,8 @@ def audit_to_dir(
     authenticity, identical matches, NNDR); the rate intervals take ``n_bootstrap`` resamples
     seeded by ``bootstrap_seed``. ``timed`` puts the seconds of fit, search and evidence first
     in the summary. The neighbour searches run sharded on ``executor`` (``"local"``: ``jobs``
-    worker processes; ``"ray"``: Ray tasks, on the cluster at ``address``) in at most ``shards``
+    worker processes, none by default; ``"ray"``: Ray tasks, ``jobs`` at once, default all, on the
+    cluster at ``address``) in at most ``shards``
     shards (:func:`tabmem.runs.searches.sharded_searches`); the files do not depend on it.
     Returns the summary (what ``summary.json`` holds).
     """

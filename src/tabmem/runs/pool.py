@@ -68,13 +68,16 @@ def run_pool(
     num_cpus: float = 1,
     num_gpus: float = 0,
     resources_from: str = "",
+    spread: bool = False,
 ) -> None:
     """Run ``fn(payloads[i])`` for every ``i`` on ``executor`` (module docstring); returns when all ended.
 
     ``payloads[i]`` is read when task ``i`` starts (a lazy sequence may build it then).
     ``jobs``: ``local`` worker processes (``1``: in this process), ``ray`` tasks in flight
     (``None``: all). ``num_cpus``/``num_gpus``: Ray resources of a task; ``resources_from`` names
-    the settings they come from in the error that no node can hold a task. An exception raised by
+    the settings they come from in the error that no node can hold a task; ``spread``: Ray places the
+    tasks on the nodes in turn (Ray's ``SPREAD``) rather than filling the node that holds ``fn`` first.
+    An exception raised by
     ``on_done``/``on_failed``/``on_tick`` (Ctrl-C included) stops the pool and propagates.
     """
     check_pool(executor, address)
@@ -82,7 +85,7 @@ def run_pool(
         return
     tick = on_tick or (lambda: None)
     if executor == "ray":
-        _run_ray(fn, payloads, on_done, on_failed, tick, jobs, address, num_cpus, num_gpus, resources_from)
+        _run_ray(fn, payloads, on_done, on_failed, tick, jobs, address, num_cpus, num_gpus, resources_from, spread)
     elif jobs is None or jobs <= 1:
         for i in range(len(payloads)):
             ok, value = _call(fn, payloads[i])
@@ -186,11 +189,13 @@ def _run_ray(
     num_cpus: float,
     num_gpus: float,
     resources_from: str,
+    spread: bool = False,
 ) -> None:
     ray, started = _init_ray(address)
     try:
         _check_fits(ray, num_cpus, num_gpus, resources_from)
-        task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)(_call)
+        placement = {"scheduling_strategy": "SPREAD"} if spread else {}
+        task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0, **placement)(_call)
         fn_ref = ray.put(fn)  # sent once, not with every task (it may carry a fitted index)
         pending: dict[Any, int] = {}
         queue = list(range(len(payloads)))[::-1]

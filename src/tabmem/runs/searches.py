@@ -6,7 +6,7 @@ into shards run by :func:`~tabmem.runs.pool.run_pool` (:mod:`tabmem.neighbors.sh
 gets the fitted index and its query rows, and searches every reference row). The merged result is
 the in-process result, bit for bit. What runs where:
 
-* ``executor="local", jobs=1`` and no ``shards``: nothing changes (the search in this process);
+* ``executor="local"``, ``jobs`` 1 or ``None`` and no ``shards``: nothing changes (the search in this process);
 * ``local`` with ``jobs = n``: ``n`` spawned worker processes of ``threads`` threads each (default:
   the CPUs shared among them);
 * ``ray``: Ray tasks of ``threads`` threads (default 1) asking for as many CPUs, at most ``jobs``
@@ -40,7 +40,7 @@ SHARDS_PER_SLOT = 4
 def sharded_searches(
     executor: str = "local",
     *,
-    jobs: int | None = 1,
+    jobs: int | None = None,
     address: str | None = None,
     shards: int | None = None,
     threads: int | None = None,
@@ -87,4 +87,5 @@ def _run_shards(
         address=address,
         num_cpus=threads,
         resources_from="--n-jobs",
+        spread=True,  # equal shards: one node after the other, not all where the index was put
     )
