@@ -112,9 +112,7 @@ def sharded_kneighbors(
     return idx, dist
 
 
-def search_shard(
-    index: Any, k: int, block_rows: int | None, queries: Queries
-) -> tuple[np.ndarray, np.ndarray]:
+def search_shard(index: Any, k: int, block_rows: int | None, queries: Queries) -> tuple[np.ndarray, np.ndarray]:
     """One task: the ordinary (unsharded) search of ``queries`` in ``index``."""
     with sharding(None):
         return index.kneighbors(queries, k, block_rows=block_rows)
