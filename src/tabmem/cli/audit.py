@@ -177,7 +177,9 @@ def _with_holdout(value: float | None, hold: float | None) -> str:
     "--memory-gb", type=MEMORY_GB, default=1.0, show_default=True, help="Working-memory budget of the search (GiB)."
 )
 @executor_option("Where the neighbour searches run: in this process / local worker processes, or Ray tasks.")
-@n_jobs_option("Search tasks at once (local: worker processes, default 1: in this process; ray: all).", flag="--jobs")
+@n_jobs_option(
+    "Search tasks at once (local: worker processes, default none: in this process; ray: default all).", flag="--jobs"
+)
 @address_option()
 @shards_option()
 def audit(
