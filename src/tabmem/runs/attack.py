@@ -137,7 +137,8 @@ def attack_to_dir(
     Holds the writer lock; returns the :class:`~tabmem.attacks.summary.AttackSummary` (``.to_dict()`` is
     what ``summary.json`` holds), ``on_report`` gets the :class:`AttackReport`. The large neighbour
     searches (DCR's, MC's ε, the ledger's replica counts) run sharded, in at most ``shards`` shards,
-    on the shadows' executor (``jobs`` worker processes; on Ray every shard at once) (:func:`tabmem.runs.searches.sharded_searches`; the files do not depend on it).
+    on the shadows' executor: ``jobs`` worker processes, or on Ray every shard at once
+    (:func:`tabmem.runs.searches.sharded_searches`); the files do not depend on it.
     """
     attacks = check_attack_names(attacks)
     config = _shadow_config(shadows, shadow_keywords)
