@@ -126,6 +126,14 @@ def test_sharded_kneighbors_is_the_unsharded_search_bit_for_bit(monkeypatch, dis
     )  # the caller's index and context are left as they were
 
 
+def test_a_reference_smaller_than_k_pads_every_shard_alike(monkeypatch):
+    monkeypatch.setattr(shards_module, "MIN_SHARD_CELLS", 1)
+    index = NeighborIndex("gower", n_jobs=1).fit(_table(1, 5), SCHEMA)
+    with sharding(Sharding(_in_process, shards=4)):
+        idx, dist = index.kneighbors(_table(9, 6), 2)
+    assert idx[:, 1].tolist() == [-1] * 9 and np.isinf(dist[:, 1]).all() and idx[:, 0].tolist() == [0] * 9
+
+
 def test_a_shard_runs_unsharded_and_a_failing_shard_is_one_line(tiny_shards, tables, tmp_path):
     nested: list[object] = []
 
