@@ -80,6 +80,7 @@ __all__ = [
     "schema_options",
     "search_device_option",
     "seed_option",
+    "shards_option",
     "sep_option",
     "set_torch_threads",
     "threads_option",
@@ -245,6 +246,14 @@ def address_option(
 ) -> Callable[[Callable], Callable]:
     """``--address``: the Ray cluster of ``--executor ray`` (checked by :func:`tabmem.runs.pool.check_pool`)."""
     return click.option("--address", default=None, help=help)
+
+
+def shards_option(
+    help: str = "Shards of each large neighbour search (default: 4 per task slot; results do not depend on it).",
+) -> Callable[[Callable], Callable]:
+    """``--shards N``: the query rows of a neighbour search split over at most N tasks
+    (:func:`tabmem.runs.searches.sharded_searches`)."""
+    return count_option("--shards", help)
 
 
 def mle_grid_option(help: str = "XGBoost grid of MLE.") -> Callable[[Callable], Callable]:

@@ -41,6 +41,7 @@ from tabmem.cli._options import (
     schema_options,
     search_device_option,
     seed_option,
+    shards_option,
     threads_option,
 )
 from tabmem.errors import TabmemError
@@ -90,9 +91,15 @@ if TYPE_CHECKING:
     "unless every shadow attack asked works offline).",
 )
 @count_option("--shadow-train-size", "Training rows per shadow (default: as many as the members).", min=2)
-@executor_option("Where the shadows train: local worker processes, or Ray (a local instance starts if none runs).")
-@n_jobs_option("Shadows trained at once (-1: one per available CPU).", default=1, flag="--jobs")
+@executor_option(
+    "Where the shadows train and large neighbour searches run (DCR's): local worker processes, or Ray "
+    "(a local instance starts if none runs)."
+)
+@n_jobs_option(
+    "Shadows trained (local: search shards searched) at once (-1: one per available CPU).", default=1, flag="--jobs"
+)
 @address_option("Ray cluster the shadows train on (auto, or ray://host:port); default: start a local one.")
+@shards_option()
 @threads_option("BLAS threads of the density estimates; torch threads per shadow (shared among --jobs)")
 @choice_option(
     "--population-overlap",
@@ -198,6 +205,7 @@ def attack(
             claimed_delta=claimed_delta,
             seed=seed,
             progress=lambda line: console.print(f"[dim]{line}[/dim]"),
+            shards=options["shards"],
         )
     _print_summary(console, summary, out)
 

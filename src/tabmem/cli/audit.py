@@ -22,12 +22,14 @@ from tabmem._checks import resolve_n_jobs
 from tabmem.cli._options import (
     MEMORY_GB,
     FiniteRange,
+    address_option,
     choice_option,
     count_option,
     distance_option,
     echo_schema,
     echo_threads,
     echo_warning,
+    executor_option,
     file_option,
     load_training_table,
     n_jobs_option,
@@ -35,13 +37,16 @@ from tabmem.cli._options import (
     read_user_table,
     search_device_option,
     seed_option,
+    shards_option,
     training_table_options,
 )
 from tabmem.errors import TabmemError
 from tabmem.memorization.replicas import DUPLICATES, ReplicaDetector
 from tabmem.memorization.summary import AuditSummary
 from tabmem.neighbors.device import use_device
+from tabmem.neighbors.shards import DEVICE_NOT_SHARDED
 from tabmem.runs.audit import AUDIT_RUN, audit_to_dir
+from tabmem.runs.pool import check_pool
 
 PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
 
@@ -185,6 +190,12 @@ def _with_holdout(value: float | None, hold: float | None) -> str:
     "--memory-gb", type=MEMORY_GB, default=1.0, show_default=True, help="Working-memory budget of the search (GiB)."
 )
 @search_device_option()
+@executor_option("Where the neighbour searches run: in this process / local worker processes, or Ray tasks.")
+@n_jobs_option(
+    "Search tasks at once (local: worker processes, default none: in this process; ray: default all).", flag="--jobs"
+)
+@address_option()
+@shards_option()
 def audit(
     synthetic,
     holdout,
@@ -203,9 +214,16 @@ def audit(
     n_jobs,
     memory_gb,
     device,
+    executor,
+    jobs,
+    address,
+    shards,
     **table: Any,
 ) -> None:
     """Find synthetic rows that replicate training rows (d1/d2 < threshold), exact copies and rare-value leakage."""
+    check_pool(executor, address)
+    if device != "cpu" and (executor == "ray" or (jobs is not None and jobs != 1) or shards is not None):
+        raise TabmemError(DEVICE_NOT_SHARDED)
     console = Console()
     out_dir = prepare_out_dir(out, kind=AUDIT_RUN)
     loaded = load_training_table(**table)
@@ -243,6 +261,10 @@ def audit(
         seed=seed,
         timed=True,
         progress=lambda rows, n_train: progress_bar(console, rows, n_train),
+        executor=executor,
+        jobs=None if jobs is None else resolve_n_jobs(jobs, "--jobs"),
+        address=address,
+        shards=shards,
     )
     console.print(summary_table(summary))
     for message in summary.warnings:

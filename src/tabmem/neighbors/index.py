@@ -38,6 +38,7 @@ from tabmem.data.schema import NanPolicy, Schema, UnseenPolicy, ValidatedTable, 
 from tabmem.errors import NotFittedError, ParameterError
 from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET, kneighbors
 from tabmem.neighbors.distances import DEFAULT_DISTANCE, DISTANCES, Distance, Queries, get_distance
+from tabmem.neighbors.shards import sharded_kneighbors
 
 __all__ = ["NeighborIndex"]
 
@@ -191,10 +192,15 @@ class NeighborIndex:
         broken by the lower reference index; with fewer than ``k`` reference rows the missing
         columns hold index -1 and distance ``inf``. ``progress(n_rows_done)`` is called after
         each block of query rows. ``block_rows`` overrides the block size that ``memory_budget``
-        gives (for tests and tuning; the result does not depend on it).
+        gives (for tests and tuning; the result does not depend on it). Inside
+        :func:`tabmem.neighbors.shards.sharding` the query rows are searched in shards on its
+        executor (the same result).
         """
         check_positive_int("block_rows", block_rows, allow_none=True)
         q = self.prepare(queries)
+        found = sharded_kneighbors(self, q, k, block_rows=block_rows, progress=progress)  # under sharding()
+        if found is not None:
+            return found
         return kneighbors(
             self.distance_,
             q,

@@ -39,6 +39,7 @@ from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validat
 from tabmem.errors import ParameterError, TabmemError, name_setting
 from tabmem.neighbors.distances import DEFAULT_DISTANCE
 from tabmem.runs.protocol import ATTACK_RUN, RunDirectory
+from tabmem.runs.searches import sharded_searches
 
 __all__ = ["ATTACK_RUN", "ShadowConfig", "attack_to_dir", "risk_ledger"]
 
@@ -121,6 +122,7 @@ def attack_to_dir(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     on_report: Callable[[AttackReport], None] | None = None,
+    shards: int | None = None,
     **shadow_keywords: Any,
 ) -> AttackSummary:
     """Run ``attacks`` on (members, non-members, synthetic) into ``out_dir`` (layout in the module docstring).
@@ -133,13 +135,18 @@ def attack_to_dir(
     ``dp_epsilon``/``dp_delta``.
     ``run_dir`` (a tracked ``tabmem train`` directory) adds DynamicCut intensities to ``risk.csv``.
     Holds the writer lock; returns the :class:`~tabmem.attacks.summary.AttackSummary` (``.to_dict()`` is
-    what ``summary.json`` holds), ``on_report`` gets the :class:`AttackReport`.
+    what ``summary.json`` holds), ``on_report`` gets the :class:`AttackReport`. The large neighbour
+    searches (DCR's, MC's ε, the ledger's replica counts) run sharded, in at most ``shards`` shards,
+    on the shadows' executor: ``jobs`` worker processes, or on Ray every shard at once
+    (:func:`tabmem.runs.searches.sharded_searches`); the files do not depend on it.
     """
     attacks = check_attack_names(attacks)
     config = _shadow_config(shadows, shadow_keywords)
     _check_design(attacks, config.design)
     claim = _claim(config, confidence, claimed_epsilon, claimed_delta)
-    with RunDirectory(out_dir, ATTACK_RUN).lock() as run:
+    jobs = config.jobs if config.executor == "local" else None  # Ray: every shard at once, placed by its CPUs
+    searches = sharded_searches(config.executor, jobs=jobs, address=config.address, shards=shards)
+    with RunDirectory(out_dir, ATTACK_RUN).lock() as run, searches:
         tables = _validate(members, non_members, synthetic, population, schema, nan=nan, extra=extra)
         shadow_set = _shadow_stage(tables, schema, run.path / "shadows", attacks, config, seed, progress)
         delta = _delta(delta, claim, len(tables.members))

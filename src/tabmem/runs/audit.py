@@ -31,6 +31,7 @@ from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import N_BOOTSTRAP, ReplicaDetector, ReplicaResult
 from tabmem.memorization.summary import AuditSummary
 from tabmem.runs.protocol import AUDIT_RUN, RunDirectory
+from tabmem.runs.searches import sharded_searches
 
 __all__ = ["AUDIT_RUN", "audit_to_dir", "validate_audit_tables"]
 
@@ -57,6 +58,10 @@ def audit_to_dir(
     bootstrap_seed: int = 0,
     timed: bool = False,
     progress: ProgressFactory | None = None,
+    executor: str = "local",
+    jobs: int | None = None,
+    address: str | None = None,
+    shards: int | None = None,
 ) -> AuditSummary:
     """Audit ``synthetic`` against ``train`` with ``detector`` (unfitted: it is fitted here) into ``out_dir``.
 
@@ -67,9 +72,14 @@ def audit_to_dir(
     distance evidence (data-copying test with ``copying_cells`` k-means cells seeded by ``seed``,
     authenticity, identical matches, NNDR); the rate intervals take ``n_bootstrap`` resamples
     seeded by ``bootstrap_seed``. ``timed`` puts the seconds of fit, search and evidence first
-    in the summary. Returns the summary (what ``summary.json`` holds).
+    in the summary. The neighbour searches run sharded on ``executor`` (``"local"``: ``jobs``
+    worker processes, none by default; ``"ray"``: Ray tasks, ``jobs`` at once, default all, on the
+    cluster at ``address``) in at most ``shards``
+    shards (:func:`tabmem.runs.searches.sharded_searches`); the files do not depend on it.
+    Returns the summary (what ``summary.json`` holds).
     """
-    with RunDirectory(out_dir, AUDIT_RUN).lock() as run:
+    searches = sharded_searches(executor, jobs=jobs, address=address, shards=shards, threads=_threads(detector))
+    with RunDirectory(out_dir, AUDIT_RUN).lock() as run, searches:
         t0 = time.perf_counter()
         detector.fit(train, schema)
         syn, hold = _validated(detector, synthetic, holdout, unseen=unseen, extra=extra)
@@ -130,6 +140,12 @@ def _score(
     n_rows = len(syn) + (len(hold) if hold is not None else 0)
     with (progress or _no_progress)(n_rows, detector.n_train_) as advance:
         return detector.score(syn, holdout=hold, unseen=unseen, extra=extra, progress=advance)  # type: ignore[arg-type]
+
+
+def _threads(detector: ReplicaDetector) -> int | None:
+    """Threads of each sharded search task: the detector's ``n_jobs`` when it names a number, else the pool's rule."""
+    n = detector.n_jobs
+    return n if isinstance(n, int) and n > 0 else None
 
 
 @contextlib.contextmanager

@@ -14,7 +14,8 @@ The study executors (:mod:`tabmem.studies.executors`) and the shadow generators
   in flight (``None``: all). ``address`` (``"auto"``, ``ray://host:port``) joins a running
   cluster; without one a local instance starts with this machine's CPUs, its workers importing the
   tabmem this process runs (PYTHONPATH), and is shut down at the end; a Ray instance this process
-  had already started is used as is. Tasks that no node can hold are refused before any starts.
+  had already started is used as is. Tasks that no node can hold are refused before any starts; an
+  address nothing answers on is refused in seconds. ``fn`` is put in Ray's object store once.
 
 ``fn`` raising fails only its task, with ``why = "ExceptionType: first line"`` under every
 executor. ``on_tick()`` is called about every second while tasks run in workers.
@@ -22,10 +23,13 @@ executor. ``on_tick()`` is called about every second while tasks run in workers.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import signal
-from collections.abc import Callable, Sequence
+import socket
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import wait as wait_connections
 from pathlib import Path
 from typing import Any
@@ -33,12 +37,13 @@ from typing import Any
 from tabmem._checks import available_cpus, check_choice
 from tabmem.errors import ParameterError, TabmemError, name_setting
 
-__all__ = ["POOLS", "check_pool", "run_pool"]
+__all__ = ["POOLS", "check_pool", "pool_session", "run_pool"]
 
 #: the executors of :func:`run_pool`
 POOLS = ("local", "ray")
 _RAY = "executor='ray'"
 _TICK = 1.0
+_CONNECT_TIMEOUT = 5.0  # seconds to reach a Ray address before it is called unreachable
 
 
 def check_pool(executor: str, address: str | None = None) -> None:
@@ -63,13 +68,16 @@ def run_pool(
     num_cpus: float = 1,
     num_gpus: float = 0,
     resources_from: str = "",
+    spread: bool = False,
 ) -> None:
     """Run ``fn(payloads[i])`` for every ``i`` on ``executor`` (module docstring); returns when all ended.
 
     ``payloads[i]`` is read when task ``i`` starts (a lazy sequence may build it then).
     ``jobs``: ``local`` worker processes (``1``: in this process), ``ray`` tasks in flight
     (``None``: all). ``num_cpus``/``num_gpus``: Ray resources of a task; ``resources_from`` names
-    the settings they come from in the error that no node can hold a task. An exception raised by
+    the settings they come from in the error that no node can hold a task; ``spread``: Ray places the
+    tasks on the nodes in turn (Ray's ``SPREAD``) rather than filling the node that holds ``fn`` first.
+    An exception raised by
     ``on_done``/``on_failed``/``on_tick`` (Ctrl-C included) stops the pool and propagates.
     """
     check_pool(executor, address)
@@ -77,7 +85,7 @@ def run_pool(
         return
     tick = on_tick or (lambda: None)
     if executor == "ray":
-        _run_ray(fn, payloads, on_done, on_failed, tick, jobs, address, num_cpus, num_gpus, resources_from)
+        _run_ray(fn, payloads, on_done, on_failed, tick, jobs, address, num_cpus, num_gpus, resources_from, spread)
     elif jobs is None or jobs <= 1:
         for i in range(len(payloads)):
             ok, value = _call(fn, payloads[i])
@@ -181,18 +189,21 @@ def _run_ray(
     num_cpus: float,
     num_gpus: float,
     resources_from: str,
+    spread: bool = False,
 ) -> None:
     ray, started = _init_ray(address)
     try:
         _check_fits(ray, num_cpus, num_gpus, resources_from)
-        task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)(_call)
+        placement = {"scheduling_strategy": "SPREAD"} if spread else {}
+        task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0, **placement)(_call)
+        fn_ref = ray.put(fn)  # sent once, not with every task (it may carry a fitted index)
         pending: dict[Any, int] = {}
         queue = list(range(len(payloads)))[::-1]
         limit = jobs or len(payloads)
         while queue or pending:
             while queue and len(pending) < limit:
                 i = queue.pop()
-                pending[task.remote(fn, payloads[i])] = i
+                pending[task.remote(fn_ref, payloads[i])] = i
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=_TICK)
             for ref in ready:
                 i = pending.pop(ref)
@@ -215,6 +226,8 @@ def _init_ray(address: str | None) -> tuple[Any, bool]:
         import ray
     except ImportError:
         raise TabmemError(f"{name_setting(_RAY, '--executor', 'ray')} needs Ray: pip install 'tabmem[ray]'") from None
+    if address:
+        _check_reachable(address)
     if ray.is_initialized():
         return ray, False
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
@@ -230,6 +243,48 @@ def _init_ray(address: str | None) -> tuple[Any, bool]:
             f"{name_setting('address', '--address')} {address}: cannot join the Ray cluster ({exc})"
         ) from None
     return ray, not address
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse in one line, within seconds, a ``host:port`` (or ``ray://host:port``) nobody listens on:
+    ``ray.init`` would retry for minutes."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto", or a form Ray itself explains
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=_CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise TabmemError(
+            f"{name_setting('address', '--address')} {address}: cannot join the Ray cluster "
+            f"(nothing answers there: {exc.strerror or exc})"
+        ) from None
+
+
+@contextlib.contextmanager
+def pool_session(executor: str, address: str | None = None) -> Iterator[int]:
+    """Keep one executor open for several :func:`run_pool` calls; yields the CPUs it offers.
+
+    ``ray``: joins ``address`` (or starts a local instance) once, so that every pool inside runs on
+    it, and at the end disconnects (or shuts down the instance it started) unless this process was
+    connected already; the CPUs are the cluster's. ``local``:
+    nothing to open; the CPUs available to this process.
+    """
+    check_pool(executor, address)
+    if executor != "ray":
+        yield available_cpus()
+        return
+    was_connected = _ray_connected()
+    ray, _ = _init_ray(address)
+    try:
+        yield max(1, int(ray.cluster_resources().get("CPU", 1)))
+    finally:
+        if not was_connected:  # the instance it started, or its connection to the cluster
+            ray.shutdown()
+
+
+def _ray_connected() -> bool:
+    ray = sys.modules.get("ray")
+    return bool(ray is not None and ray.is_initialized())
 
 
 def _check_fits(ray: Any, num_cpus: float, num_gpus: float, resources_from: str) -> None:
