@@ -4,6 +4,7 @@
 # tracking; docs/generators.md shows the table. Run it where `import ctgan` works (the extra's
 # virtualenv, e.g. .venv-ref from tests/run_reference.sh):
 #     PYTHON=.venv-ref/bin/python studies/ctgan_tvae/sdv_ctgan_adult.sh [EPOCHS] [OUT]
+# MODELS="sdv_tvae:package tvae:paper" compares the TVAEs instead (default "sdv_ctgan:package ctgan:paper").
 # Writes OUT/{train,holdout}.csv (1,000 rows each, drawn with seed 0 from Adult's train and test
 # splits), OUT/<model>/ (tabmem train's run: summary.json, tracking/, history.csv), OUT/<model>/quality/
 # (Shape) and OUT/<model>/wall_s.
@@ -22,9 +23,8 @@ ds = load_dataset("adult")
 ds.train.sample(1000, random_state=0).to_csv(out / "train.csv", index=False)
 ds.test.sample(1000, random_state=0).to_csv(out / "holdout.csv", index=False)
 PY
-for spec in "sdv_ctgan package" "ctgan paper"; do
-  set -- $spec
-  model=$1 preset=$2
+for spec in ${MODELS:-sdv_ctgan:package ctgan:paper}; do
+  model=${spec%%:*} preset=${spec#*:}
   t0=$(date +%s.%N)
   OMP_NUM_THREADS=1 nice -n 10 "$PY" -m tabmem train --train "$OUT/train.csv" --holdout "$OUT/holdout.csv" --target income \
     --model "$model" --preset "$preset" --epochs "$EPOCHS" --track-every 10 --seed 0 --threads 1 --distance gower \
