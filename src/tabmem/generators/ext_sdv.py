@@ -252,6 +252,7 @@ class SDVCTGANGenerator(_PackageGenerator):
     last-step generator (``loss``) and discriminator (``loss_d``) losses.
     """
 
+    _package_name = "sdv_ctgan"
     _fit_locals = "discriminator and optimizers"
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         "tiny": {"epochs": 3, "embedding_dim": 16, "generator_dim": (32, 32), "discriminator_dim": (32, 32)},
@@ -345,6 +346,7 @@ class SDVTVAEGenerator(_PackageGenerator):
     package's per-batch losses in that epoch.
     """
 
+    _package_name = "sdv_tvae"
     _fit_locals = "encoder and optimizer"
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         "tiny": {"epochs": 3, "embedding_dim": 16, "compress_dims": (32, 32), "decompress_dims": (32, 32)},
