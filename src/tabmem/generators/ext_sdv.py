@@ -73,7 +73,7 @@ _PACKAGE_GLOBALS = (
     "numpy.random.bit_generator.SeedSequence", "numpy.random.mtrand.RandomState",
     "pandas.core.series.Series", "pandas.core.internals.managers.SingleBlockManager",
     "pandas.core.indexes.base._new_Index", "pandas.core.indexes.base.Index",
-    "pandas.core.indexes.range.RangeIndex", "builtins.slice",
+    "pandas.core.indexes.range.RangeIndex", "builtins.slice", "builtins.bytes",
 )  # fmt: skip
 
 
