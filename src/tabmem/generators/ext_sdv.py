@@ -166,6 +166,11 @@ class _PackageGenerator(WorkerTraining, TabularGenerator):
     def _restore_package(self, objects: dict[str, Any], weights: dict[str, torch.Tensor]) -> None:
         raise NotImplementedError
 
+    def check_params(self) -> _PackageGenerator:
+        super().check_params()
+        self._check_params()
+        return self
+
     # ------------------------------------------------------------------ train
     def fit(
         self, train: pd.DataFrame | ValidatedTable, schema: Schema | None = None, **kwargs: Any
