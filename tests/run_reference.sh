@@ -6,11 +6,15 @@
 # nothing but anonymeter; tests/risk/test_anonymeter_reference.py runs it as a subprocess
 # (tests/reference/anonymeter_ref.py: CSV in, JSON out) through $TABMEM_ANONYMETER_PYTHON.
 # A missing reference library fails this run (TABMEM_REQUIRE_REFERENCE=1) instead of skipping.
+# The same .venv-ref holds the `ctgan` package (extra tabmem[ctgan]: its rdt pins pandas < 3 too), and
+# runs the generators backed by it (sdv_ctgan, sdv_tvae: pytest -m sdv tests/extgen), where a missing
+# package fails (TABMEM_REQUIRE_EXTGEN=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv-ref/bin/python ] || python3 -m venv .venv-ref
 .venv-ref/bin/pip install -q torch==2.13.0
-.venv-ref/bin/pip install -q -e ".[all,test,reference]"
+.venv-ref/bin/pip install -q -e ".[all,test,reference,ctgan]"
 [ -x .venv-anon/bin/python ] || python3 -m venv .venv-anon
 .venv-anon/bin/pip install -q anonymeter==1.1.0
 TABMEM_ANONYMETER_PYTHON="$PWD/.venv-anon/bin/python" TABMEM_REQUIRE_REFERENCE=1 .venv-ref/bin/python -m pytest -q -m reference
+TABMEM_REQUIRE_EXTGEN=1 .venv-ref/bin/python -m pytest -q -m sdv tests/extgen --durations=5

@@ -42,3 +42,22 @@ def test_model_realtabformer_is_one_line_naming_the_extra(command, capsys, tmp_p
     lines = [line for line in out.splitlines() if line.strip()]
     assert len(lines) == 1 and EXTRA in lines[0], out
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ctgan") is not None, reason="ctgan is installed here (-m sdv)")
+@pytest.mark.parametrize("name", ["sdv_ctgan", "sdv_tvae"])
+def test_sdv_generators_name_their_extra(name):
+    with pytest.raises(TabmemError, match=r"needs the optional dependency 'ctgan'") as info:
+        get_generator(name)
+    assert "pip install 'tabmem[ctgan]'" in str(info.value) and "\n" not in str(info.value)
+    assert name not in GENERATORS.names() and "ctgan" in GENERATORS.names()  # tabmem's own ctgan stays
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ctgan") is not None, reason="ctgan is installed here (-m sdv)")
+@pytest.mark.parametrize("command", ["train", "dynamiccut"])
+def test_model_sdv_ctgan_is_one_line_naming_the_extra(command, capsys, tmp_path):
+    code, out = run([command, "--dataset", "diabetes", "--model", "sdv_ctgan", "--out", tmp_path / "o"], capsys)
+    assert code != 0
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1 and "pip install 'tabmem[ctgan]'" in lines[0], out
+    assert not (tmp_path / "o").exists()

@@ -639,8 +639,10 @@ GENERATORS: Registry[type[TabularGenerator]] = Registry(
         "noisy_resample": "tabmem.generators.baselines",
         "realtabformer": "tabmem.generators.ext_realtabformer",
         "great": "tabmem.generators.ext_great",
+        "sdv_ctgan": "tabmem.generators.ext_sdv",
+        "sdv_tvae": "tabmem.generators.ext_sdv",
     },
-    extras={"realtabformer": "realtabformer", "great": "great"},
+    extras={"realtabformer": "realtabformer", "great": "great", "sdv_ctgan": "ctgan", "sdv_tvae": "ctgan"},
 )
 register_generator = GENERATORS.register
 
