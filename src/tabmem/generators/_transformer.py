@@ -433,7 +433,7 @@ class NormalizedSpaceMixin:
 
     def _build(self, train_clean: pd.DataFrame, schema: Schema) -> None:
         self._check_params()  # type: ignore[attr-defined]
-        self._weights = _weights_tensor(getattr(self, "_sample_weight", None), self.device_)  # type: ignore[attr-defined]
+        self._weights = _weights_tensor(getattr(self, "_fit_weights", None), self.device_)  # type: ignore[attr-defined]
         if self._prepare_space(train_clean, schema):
             self._make_modules()  # type: ignore[attr-defined]
 

@@ -364,7 +364,7 @@ class TabularGenerator(Params):
         self.stopped_early_ = False
         # kept only during fit (callbacks may read it); never saved
         self._train_table, self._train_clean = table, table.data
-        self._sample_weight = weights
+        self._fit_weights = weights
         try:
             with self._private_global_rng():
                 self._build(table.data, schema)
@@ -400,7 +400,7 @@ class TabularGenerator(Params):
                     cb.on_fit_end(self)
         finally:
             self._train_table = self._train_clean = None
-            self._sample_weight = None
+            self._fit_weights = None
         return self
 
     @property

@@ -364,7 +364,7 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         if codes is None:  # loaded model: only generation-time conditions are needed; counts come from state
             codes = [np.zeros(1, dtype=np.int64) for _ in n_cats]
         n_rows = len(codes[0]) if codes else self.n_train_
-        weights = getattr(self, "_sample_weight", None) if getattr(self, "_category_codes", None) is not None else None
+        weights = getattr(self, "_fit_weights", None) if getattr(self, "_category_codes", None) is not None else None
         self.sampler_ = ConditionalSampler(
             codes, n_cats, log_frequency=self.log_frequency, n_rows=n_rows, weights=weights
         )

@@ -70,8 +70,8 @@ class TabDDPM(TabularGenerator):
             "clip_denoised": True,
         },
     }
-    DATASET_PRESETS = {("paper", "adult"): {"weight_decay": 5e-4}}
-    supports_sample_weight = True  # a weighted mean of the per-row losses  # the papers set it for Adult only
+    DATASET_PRESETS = {("paper", "adult"): {"weight_decay": 5e-4}}  # the papers set it for Adult only
+    supports_sample_weight = True  # a weighted mean of the per-row losses
 
     def __init__(
         self,
@@ -142,7 +142,7 @@ class TabDDPM(TabularGenerator):
         dev = self.device_
         self._x_num = torch.as_tensor(num_q, dtype=torch.float32, device=dev)
         self._x_codes = torch.as_tensor(enc.codes(train_clean).astype(np.int64), device=dev)
-        w = getattr(self, "_sample_weight", None)
+        w = getattr(self, "_fit_weights", None)
         self._weights = None if w is None else torch.as_tensor(w, dtype=torch.float32, device=dev)
         self.diffusion_ = MixedDiffusion(num.shape[1], sizes, int(self.num_timesteps), self.cat_input).to(dev)
         d_in = num.shape[1] + sum(sizes)
@@ -170,10 +170,11 @@ class TabDDPM(TabularGenerator):
             lr = float(self.lr) * max(0.0, 1.0 - self.step_ / total_steps)  # linear decay (TabDDPM _anneal_lr)
             for group in self.optimizer_.param_groups:
                 group["lr"] = lr
-            weight = None if self._weights is None else self._weights[idx]
-            loss_multi, loss_gauss = self.diffusion_.loss(
-                self.model_, self._x_num[idx], self._x_codes[idx], self.torch_generator_, weight
-            )
+            batch = (self.model_, self._x_num[idx], self._x_codes[idx], self.torch_generator_)
+            if self._weights is None:
+                loss_multi, loss_gauss = self.diffusion_.loss(*batch)
+            else:
+                loss_multi, loss_gauss = self.diffusion_.loss(*batch, weight=self._weights[idx])
             loss = loss_multi + loss_gauss
             self.optimizer_.zero_grad(set_to_none=True)
             loss.backward()

@@ -179,7 +179,7 @@ class LLMGenerator(TabularGenerator):
             self._model_from_state = True
             return
         self._model_from_state = False
-        w = getattr(self, "_sample_weight", None)
+        w = getattr(self, "_fit_weights", None)
         if w is not None and self.dp_epsilon is not None:
             raise TabmemError("sample_weight: per-record weights are not supported with DP training (dp_epsilon)")
         self._weights = None if w is None else torch.as_tensor(w, dtype=torch.float32, device=self.device_)
