@@ -300,23 +300,25 @@ def report(out: Path, use_k: bool = False) -> None:
         print(
             "| arm | seeds | raw rate % | holdout % | excess (pts) | change of excess vs none (pts, paired) "
             "| vs random10 (pts, paired) | rel. reduction of raw | rel. reduction of excess | Shape % | Trend % "
-            "| MLE % | DCR AUC % | wall s/run |"
+            "| MLE % | DCR AUC % | DCR AUC change vs none (pts, paired) | wall s/run |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         base = g[g.arm == "none"]
         control = g[g.arm == "random10"]
         arms = sorted(g.arm.unique(), key=lambda a: (order.index(a) if a in order else 99, a))
         for arm in arms:
             a = g[g.arm == arm]
             m_rate, h_rate, n = t_ci(a.rate.tolist())
-            red_raw = red_exc = delta = vs_random = "-"
+            red_raw = red_exc = delta = vs_random = dcr_delta = "-"
             if len(control) and arm not in ("none", "random10"):
                 pc = a.merge(control[["seed", "excess"]], on="seed", suffixes=("", "_ctl"))
                 if len(pc):
                     vs_random = fmt(*t_ci((pc.excess - pc.excess_ctl).tolist())[:2])
             if len(base) and arm != "none":
-                paired = a.merge(base[["seed", "rate", "excess"]], on="seed", suffixes=("", "_base"))
+                paired = a.merge(base[["seed", "rate", "excess", "dcr_auc"]], on="seed", suffixes=("", "_base"))
                 if len(paired):
+                    dcr = (paired.dcr_auc.astype(float) - paired.dcr_auc_base.astype(float)).tolist()
+                    dcr_delta = fmt(*t_ci(dcr)[:2])
                     dd = t_ci((paired.excess - paired.excess_base).tolist())
                     delta = fmt(dd[0], dd[1])
                     rr = t_ci(((paired.rate_base - paired.rate) / paired.rate_base).tolist())
@@ -330,7 +332,7 @@ def report(out: Path, use_k: bool = False) -> None:
                 f"| {arm} | {n} | {fmt(m_rate, h_rate)} | {fmt(*t_ci(a.holdout.tolist())[:2])} | "
                 f"{fmt(*t_ci(a.excess.tolist())[:2])} | {delta} | {vs_random} | {red_raw} | {red_exc} | {fmt(*t_ci(a['shape'].tolist())[:2])} | "
                 f"{fmt(*t_ci(a.trend.tolist())[:2])} | {fmt(*t_ci(a.mle.tolist())[:2])} | "
-                f"{fmt(*t_ci(a.dcr_auc.tolist())[:2])} | {np.nanmean(a.wall_s):.0f} |"
+                f"{fmt(*t_ci(a.dcr_auc.tolist())[:2])} | {dcr_delta} | {np.nanmean(a.wall_s):.0f} |"
             )
     overlap_report(out)
 
