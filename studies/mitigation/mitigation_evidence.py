@@ -30,6 +30,14 @@ scratch for the full schedule, each judged by :func:`tabmem.runs.dynamiccut.eval
   samples (``eval_k.json``, as ``--reeval``) and by the DCR membership attack (``attack.json``).
 * ``xfer-<model>-<arm>``  transfer: prune this model's table with ``<model>``'s ``<arm>`` ranking
   (same seed), e.g. ``xfer-tabddpm-dc10`` for TVAE.
+* ``rw10``, ``rwl30``, ``rwl50``  reweighting (issue 25): keep every record and retrain with the top
+  10% at weight 0.1 (``step``) / the top 30% or 50% at a weight rising linearly with the rank from
+  0 to 1 (``linear``); the ranking is ``none``'s intensity ranking at epochs <= ``--warmup``, which
+  is the dc10 warm-up ranking itself (same seed, same first epochs), so no second warm-up is trained.
+
+Every arm's eval.json also holds the DCR attack (``dcr``: l2 distance to the closest synthetic row of
+the same sample; members = the 1,000 training rows, non-members = the holdout): AUC and its bootstrap
+interval. Runs finished before it existed get it on the next call (same sample, same seed).
 
 Usage (one torch thread; resumable; ``--report`` aggregates what exists)::
 
@@ -49,6 +57,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+#: reweighting arms: (fraction of top records, weight of the top record, shape)
+REWEIGHT_ARMS = {"rw10": (0.10, 0.1, "step"), "rwl30": (0.30, 0.0, "linear"), "rwl50": (0.50, 0.0, "linear")}
 
 AUG_ARMS = {
     "tcm30": ("tabcutmix", {}),
@@ -111,6 +122,7 @@ def evaluate(model_dir: Path, train, schema, hold, test, seed, pruned, mle_grid)
         n_jobs=1,
     ).to_dict()  # fmt: skip
     out["gower"]["eval_seconds"] = time.perf_counter() - t0
+    out["dcr"] = dcr_attack(synthetic, train, hold, schema, seed)
     return out
 
 
@@ -143,20 +155,9 @@ def more_samples(model_dir: Path, train, hold, schema, seed: int, k: int) -> dic
     return out
 
 
-def dcr_attack(model_dir: Path, train, hold, schema, seed: int) -> dict[str, Any]:
-    """DCR membership attack (members: the training rows, non-members: the evaluation holdout) on the
-    sample ``evaluate`` judged; AUC with its bootstrap interval."""
-    from tabmem.attacks.dcr import DCR
-    from tabmem.attacks.evaluation import evaluate_membership
-    from tabmem.generators import load_generator
-
-    gen = load_generator(model_dir / "model.pt", device="cpu")
-    synthetic = gen.sample(len(train), random_state=int(np.random.SeedSequence([seed, 2024]).generate_state(1)[0]))
-    attack = DCR(n_jobs=1).fit(synthetic, schema)
-    scores = np.concatenate([attack.score(train), attack.score(hold)])
-    member = np.r_[np.ones(len(train), bool), np.zeros(len(hold), bool)]
-    r = evaluate_membership(scores, member, n_bootstrap=1000, random_state=seed)
-    return {"attack": "dcr", "distance": attack.distance, "auc": r.auc, "auc_ci": list(r.auc_ci)}
+def dcr_attack_on_model(model_dir: Path, train, hold, schema, seed: int) -> dict[str, Any]:
+    """:func:`dcr_attack` on the sample ``evaluate`` judged, with a 1,000-resample interval (the mstop arm's)."""
+    return dcr_attack(synthetic_of(model_dir, len(train), seed), train, hold, schema, seed, n_bootstrap=1000)
 
 
 def run_mstop(args, seed: int, train, hold, test, schema) -> None:
@@ -192,7 +193,7 @@ def run_mstop(args, seed: int, train, hold, test, schema) -> None:
         model_dir = arm_dir / "train"
         result = evaluate(model_dir, train, schema, hold, test, seed, None, args.mle_grid)
         write_json(arm_dir / "eval_k.json", more_samples(model_dir, train, hold, schema, seed, args.samples - 1))
-        result["attack"] = dcr_attack(model_dir, train, hold, schema, seed)
+        result["attack"] = dcr_attack_on_model(model_dir, train, hold, schema, seed)
         result["arm"], result["seed"] = arm_dir.parts[-2], seed
         result["wall_seconds"] = trained + time.perf_counter() - t1
         result["selection"] = chosen
@@ -348,6 +349,32 @@ def frontier_plot(out: Path, path: Path) -> None:
     fig.savefig(path)  # the format from the suffix (.svg, .png)
 
 
+def synthetic_of(model_dir: Path, n: int, seed: int) -> pd.DataFrame:
+    """The rows ``evaluate_run_dir`` samples from the final model (same seed derivation)."""
+    from tabmem.generators import load_generator
+
+    gen = load_generator(model_dir / "model.pt", device="cpu")
+    return gen.sample(n, random_state=int(np.random.SeedSequence([seed, 2024]).generate_state(1)[0]))
+
+
+def dcr_attack(synthetic, train, hold, schema, seed, n_bootstrap: int = 200) -> dict[str, Any]:
+    """DCR membership attack (l2): members = the training rows, non-members = the holdout; AUC and 95% CI."""
+    from tabmem.attacks import get_attack
+    from tabmem.attacks.evaluation import evaluate_membership
+
+    attack = get_attack("dcr", n_jobs=1).fit(synthetic, schema)
+    targets = pd.concat([train, hold], ignore_index=True)
+    scores = attack.score(targets)
+    is_member = np.r_[np.ones(len(train), dtype=bool), np.zeros(len(hold), dtype=bool)]
+    res = evaluate_membership(scores, is_member, n_bootstrap=n_bootstrap, random_state=seed)
+    return {"attack": "dcr", "distance": attack.distance, "auc": res.auc, "auc_ci": list(res.auc_ci),
+            "tpr_at_1pct_fpr": res.tpr_at_fpr.get(0.01)}  # fmt: skip
+
+
+def model_dir_of(run: Path) -> Path:
+    return run / "dc" / "retrain" if (run / "dc").is_dir() else run / "train"
+
+
 def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
     from tabmem._io import write_json
     from tabmem.mitigation import augmented_table, get_augmenter, rank_records
@@ -360,6 +387,11 @@ def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
         run_mstop(args, seed, train, hold, test, schema)
         return
     if (run / "eval.json").is_file():
+        done = json.loads((run / "eval.json").read_text())
+        if "dcr" not in done:  # finished before the DCR attack was added: same sample, same seed
+            done["dcr"] = dcr_attack(synthetic_of(model_dir_of(run), len(train), seed), train, hold, schema, seed)
+            write_json(run / "eval.json", done)
+            print(f"  added dcr to {run}: AUC {done['dcr']['auc']:.3f}", flush=True)
         print(f"skip {run} (done)", flush=True)
         return
     run.mkdir(parents=True, exist_ok=True)
@@ -403,6 +435,10 @@ def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
             dc.update(prune_by="intensity", warmup_epochs=args.warmup, track_every=args.track_every, top_k=args.top_k)
         elif arm == "count10":
             dc["ranking"] = root / "none" / f"seed{seed}" / "count_ranking.csv"
+        elif arm in REWEIGHT_ARMS:
+            frac, weight, shape = REWEIGHT_ARMS[arm]
+            dc.update(prune=frac, reweight=weight, reweight_shape=shape)
+            dc["ranking"] = root / "none" / f"seed{seed}" / "intensity_ranking.csv"
         elif arm == "dcm":
             dc.update(ranking=root / "dc10" / f"seed{seed}" / "dc" / "ranking.csv", mix="tabcutmix", mix_ratio=0.3)
         elif arm.startswith("xfer-"):
@@ -483,36 +519,39 @@ def report(out: Path, use_k: bool = False) -> None:
                     "excess": d["excess_memorization"], "vs_pruned": d.get("memorization_rate_vs_pruned"),
                     "replicas_of_pruned": d.get("replicas_of_pruned_records"),
                     "shape": q.get("shape"), "trend": q.get("trend"), "mle": q.get("mle"),
-                    "wall_s": r.get("wall_seconds"),
+                    "wall_s": r.get("wall_seconds"), "dcr_auc": (r.get("dcr") or {}).get("auc"),
                 }
             )  # fmt: skip
     df = pd.DataFrame(rows)
     if df.empty:
         print("no finished runs")
         return
-    order = ["none", "mstop", "random10", "dc10", "count10", "tcm30", "dcm", "smote30", "tcmp30", "mixup30", "ijf30"]
+    order = ["none", "mstop", "random10", "dc10", "count10", "tcm30", "dcm", "smote30", "tcmp30", "mixup30", "ijf30",
+             *REWEIGHT_ARMS]  # fmt: skip
     for (tag, model, distance), g in df.groupby(["tag", "model", "distance"], sort=False):
         print(f"\n### {tag} / {model} / {distance}\n")
         print(
             "| arm | seeds | raw rate % | holdout % | excess (pts) | change of excess vs none (pts, paired) "
             "| vs random10 (pts, paired) | rel. reduction of raw | rel. reduction of excess | Shape % | Trend % "
-            "| MLE % | wall s/run |"
+            "| MLE % | DCR AUC % | DCR AUC change vs none (pts, paired) | wall s/run |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         base = g[g.arm == "none"]
         control = g[g.arm == "random10"]
         arms = sorted(g.arm.unique(), key=lambda a: (order.index(a) if a in order else 99, a))
         for arm in arms:
             a = g[g.arm == arm]
             m_rate, h_rate, n = t_ci(a.rate.tolist())
-            red_raw = red_exc = delta = vs_random = "-"
+            red_raw = red_exc = delta = vs_random = dcr_delta = "-"
             if len(control) and arm not in ("none", "random10"):
                 pc = a.merge(control[["seed", "excess"]], on="seed", suffixes=("", "_ctl"))
                 if len(pc):
                     vs_random = fmt(*t_ci((pc.excess - pc.excess_ctl).tolist())[:2])
             if len(base) and arm != "none":
-                paired = a.merge(base[["seed", "rate", "excess"]], on="seed", suffixes=("", "_base"))
+                paired = a.merge(base[["seed", "rate", "excess", "dcr_auc"]], on="seed", suffixes=("", "_base"))
                 if len(paired):
+                    dcr = (paired.dcr_auc.astype(float) - paired.dcr_auc_base.astype(float)).tolist()
+                    dcr_delta = fmt(*t_ci(dcr)[:2])
                     dd = t_ci((paired.excess - paired.excess_base).tolist())
                     delta = fmt(dd[0], dd[1])
                     rr = t_ci(((paired.rate_base - paired.rate) / paired.rate_base).tolist())
@@ -525,7 +564,8 @@ def report(out: Path, use_k: bool = False) -> None:
             print(
                 f"| {arm} | {n} | {fmt(m_rate, h_rate)} | {fmt(*t_ci(a.holdout.tolist())[:2])} | "
                 f"{fmt(*t_ci(a.excess.tolist())[:2])} | {delta} | {vs_random} | {red_raw} | {red_exc} | {fmt(*t_ci(a['shape'].tolist())[:2])} | "
-                f"{fmt(*t_ci(a.trend.tolist())[:2])} | {fmt(*t_ci(a.mle.tolist())[:2])} | {np.nanmean(a.wall_s):.0f} |"
+                f"{fmt(*t_ci(a.trend.tolist())[:2])} | {fmt(*t_ci(a.mle.tolist())[:2])} | "
+                f"{fmt(*t_ci(a.dcr_auc.tolist())[:2])} | {dcr_delta} | {np.nanmean(a.wall_s):.0f} |"
             )
     attack_report(out)
     frontier_report(out)

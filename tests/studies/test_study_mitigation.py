@@ -135,6 +135,9 @@ def test_augment_step_writes_what_tabmem_augment_writes(write_study, tmp_path):
         ('step = "augment"\nmethod = "tabcutmix"\nparams = { mode = "bernoulli" }', r"params: .*mode"),
         ('step = "augment"\nratio = 0', r"ratio must be a number in \(0"),
         ('step = "dynamiccut"\nprune_by = "random"\nmix = "smote"\nmix_params = { k = 3 }', r"mix_params: .*k"),
+        ('step = "dynamiccut"\nprune_by = "random"\nreweight = 1.0', r"reweight must be in \[0, 1\)"),
+        ('step = "dynamiccut"\nprune_by = "random"\nreweight = 0.1\nmix = "tabcutmix"', r"does not combine with mix"),
+        ('step = "dynamiccut"\nprune_by = "random"\nreweight = 0.1\nreweight_shape = "cubic"', r"unknown value"),
     ],
 )
 def test_bad_mitigation_entries_fail_when_the_study_is_read(write_study, entry, message):
@@ -153,7 +156,9 @@ def test_shipped_mitigation_studies_parse_into_their_arms():
     full = load_study(root / "full.toml")
     arms = {(c.labels["generator"], c.labels["mitigation"]) for c in full.cells}
     assert len(full.cells) == 3 * len(arms) and {c.seed for c in full.cells} == {0, 1, 2}
-    assert {m for g, m in arms if g == "tabddpm"} == {"none", "random10", "dc10", "count10", "tcm30", "dcm", "smote30"}
+    assert {m for g, m in arms if g == "tabddpm"} == {
+        "none", "random10", "dc10", "count10", "tcm30", "dcm", "smote30", "rw10",
+    }  # fmt: skip
     for cell in full.cells:  # every DynamicCut warm-up is 20% of its generator's schedule
         for step in cell.steps:
             if step.name == "dynamiccut" and step.config["prune_by"] == "intensity":
@@ -218,3 +223,22 @@ def test_bad_memstop_entries_fail_when_the_study_is_read(write_study, entry, mes
     path = write_study(_study(f'\n[[mitigations]]\nlabel = "bad"\n{entry}\n'))
     with pytest.raises(ParameterError, match=message):
         load_study(path)
+
+
+def test_reweight_arm_keeps_every_record_and_down_weights_the_top(write_study, tmp_path):
+    arm = (
+        '\n[[mitigations]]\nlabel = "rw20"\nstep = "dynamiccut"\nprune = 0.2\nprune_by = "intensity"\n'
+        'warmup_epochs = 2\ntrack_every = 1\ntop_k = 2\nreweight = 0.1\nreweight_shape = "linear"\n'
+    )
+    path = write_study(_study(arm))
+    study = load_study(path)
+    (cell,) = [c for c in study.cells if c.labels["mitigation"] == "rw20"]
+    out = tmp_path / "out"
+    outcome = run_study(path, out, jobs=1, echo=lambda _m: None, only=[cell.name])
+    assert outcome.done == 1 and not outcome.failed
+    d = out / "cells" / cell.id / "dynamiccut"
+    summary = json.loads((d / "summary.json").read_text())
+    assert summary["reweight"] == 0.1 and summary["reweight_shape"] == "linear"
+    assert summary["n_retrain"] == 80 and summary["n_pruned"] == 16  # kept, down-weighted
+    assert json.loads((d / "retrain" / "summary.json").read_text())["n_train"] == 80
+    assert json.loads((d / "retrain" / "config.json").read_text())["sample_weight"]  # the weights' hash

@@ -1,5 +1,8 @@
 """``tabmem dynamiccut``: warm up with tracking, rank records, prune the top fraction, retrain from scratch.
 
+``--reweight W`` keeps the top fraction in the table at training weight ``W`` instead of removing it
+(``--reweight-shape linear``: weights rising with the rank from ``W`` to 1 at the cut).
+
 A thin shell over :func:`tabmem.runs.dynamiccut.dynamiccut_to_dir` (directory layout there:
 ``warmup/``, ``ranking.csv``, ``retrain/``, ``synthetic.csv``, ``summary.json``). The terminal shows
 one line per stage and a before/after table of aggregates; no record values are printed.
@@ -38,6 +41,7 @@ from tabmem.cli._options import (
 )
 from tabmem.memorization.summary import EXCESS_MEMORIZATION, EXCESS_MEMORIZATION_CI
 from tabmem.mitigation.ranking import RANKING_METHODS
+from tabmem.mitigation.reweight import REWEIGHT_SHAPES
 from tabmem.mitigation.summary import DynamicCutSummary
 from tabmem.runs.protocol import DYNAMICCUT_RUN
 
@@ -88,6 +92,18 @@ from tabmem.runs.protocol import DYNAMICCUT_RUN
     path_type=Path,
     default=None,
 )
+@click.option(
+    "--reweight",
+    type=click.FloatRange(min=0, max=1, max_open=True),
+    default=None,
+    help="Keep the top --prune records at this training weight instead of removing them (0 <= W < 1).",
+)
+@choice_option(
+    "--reweight-shape",
+    REWEIGHT_SHAPES,
+    "With --reweight: step (all top records at W) or linear (W for the top record, rising to 1 at the cut).",
+    default="step",
+)
 @click.option("--mix", default=None, help="Augmenter applied to the pruned table (DynamicCutMix: tabcutmix).")
 @ratio_option("--mix-ratio", "New rows of --mix as a fraction of the pruned table.")
 @params_option("Parameter of --mix, repeatable.", "--mix-param", "mix_params")
@@ -123,6 +139,8 @@ def dynamiccut(
     prune: float,
     prune_by: str,
     ranking_path: Path | None,
+    reweight: float | None,
+    reweight_shape: str,
     mix: str | None,
     mix_ratio: float,
     mix_params: tuple[str, ...],
@@ -173,6 +191,8 @@ def dynamiccut(
         distance=distance,
         random_state=seed,
         dataset=table["dataset"],
+        reweight=reweight,
+        reweight_shape=reweight_shape,
     )
     summary = dynamiccut_to_dir(
         loaded.table, loaded.schema, out_dir, cut, ranking=ranking_path, holdout=holdout, test=test,
@@ -205,6 +225,8 @@ def print_before_after(summary: DynamicCutSummary) -> None:
     if summary.baseline is not None:
         columns.append(("before: no pruning", {**summary.baseline.to_dict(), "n_retrain": summary.n_train}))
     label = f"after: {summary.prune_by} {100 * summary.prune:.0f}%" + (f" + {summary.mix}" if summary.mix else "")
+    if summary.reweight is not None:
+        label += f" at weight {summary.reweight:g}" + (" (linear)" if summary.reweight_shape == "linear" else "")
     columns.append((label, summary.to_dict()))
     table = Table(title=f"memorization vs the original {summary.n_train} training rows ({summary.distance})")
     table.add_column("")
@@ -215,7 +237,10 @@ def print_before_after(summary: DynamicCutSummary) -> None:
         ("memorization rate", lambda s: _pct(s.get("memorization_rate"))),
         ("holdout baseline", lambda s: _pct(s.get("holdout_memorization_rate"))),
         ("excess over holdout", lambda s: _excess(s)),
-        ("rate vs pruned table", lambda s: _pct(s.get("memorization_rate_vs_pruned"))),
+        (
+            "rate vs pruned table" if summary.reweight is None else "rate vs full-weight records",
+            lambda s: _pct(s.get("memorization_rate_vs_pruned")),
+        ),
         ("Mem-AUC", lambda s: _num(s.get("mem_auc"))),
         ("Shape", lambda s: _num((s.get("quality") or {}).get("shape"))),
         ("Trend", lambda s: _num((s.get("quality") or {}).get("trend"))),

@@ -54,10 +54,21 @@ class ConditionalSampler:
     log_frequency:
         Use ``log(1 + count)`` (the paper's training-by-sampling) rather than the raw count when drawing
         training conditions.
+    weights:
+        Per-row training weights (``fit(sample_weight=...)``) or ``None``: training conditions use the
+        weighted counts, and a row is drawn with probability proportional to its weight among the rows
+        of the condition's category (weight 0: never drawn). Generation-time frequencies (``counts_``,
+        ``training=False``) stay those of the whole table.
     """
 
     def __init__(
-        self, codes: list[np.ndarray], n_categories: list[int], *, log_frequency: bool = True, n_rows: int | None = None
+        self,
+        codes: list[np.ndarray],
+        n_categories: list[int],
+        *,
+        log_frequency: bool = True,
+        n_rows: int | None = None,
+        weights: np.ndarray | None = None,
     ) -> None:
         if len(codes) != len(n_categories):
             raise TabmemError("ConditionalSampler: one code array per discrete column is needed")
@@ -77,6 +88,8 @@ class ConditionalSampler:
         self._cum_orig = np.ones((self.n_columns_, width))
         self._order: list[np.ndarray] = []
         self._starts: list[np.ndarray] = []
+        self._cum_weight: list[np.ndarray] = []  # per column: cumulative weights in ``order`` (weighted only)
+        self.weights_ = None if weights is None else np.asarray(weights, dtype=np.float64)
         self.counts_: list[np.ndarray] = []
         for j, (c, k) in enumerate(zip(codes, self.n_categories_)):
             c = np.asarray(c, dtype=np.int64)
@@ -84,8 +97,9 @@ class ConditionalSampler:
                 raise TabmemError(f"ConditionalSampler: codes of discrete column {j} fall outside [0, {k})")
             counts = np.bincount(c, minlength=k).astype(np.float64)
             self.counts_.append(counts)
+            train_counts = counts if self.weights_ is None else np.bincount(c, weights=self.weights_, minlength=k)
             for cum, weights in (
-                (self._cum_train, np.log1p(counts) if log_frequency else counts),
+                (self._cum_train, np.log1p(train_counts) if log_frequency else train_counts),
                 (self._cum_orig, counts),
             ):
                 p = weights / weights.sum()
@@ -94,6 +108,8 @@ class ConditionalSampler:
             order = np.argsort(c, kind="stable")
             self._order.append(order)
             self._starts.append(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+            if self.weights_ is not None:
+                self._cum_weight.append(np.concatenate([[0.0], np.cumsum(self.weights_[order])]))
 
     def probabilities(self, column: int, *, training: bool = True) -> np.ndarray:
         """Category probabilities of one discrete column (training: log-frequency; else: frequency)."""
@@ -118,6 +134,9 @@ class ConditionalSampler:
         """For each condition, one training row index whose discrete column ``column`` equals ``category``."""
         b = len(condition.column)
         if self.n_columns_ == 0:
+            if self.weights_ is not None:
+                cum = np.cumsum(self.weights_)
+                return np.minimum(np.searchsorted(cum, rng.random(b) * cum[-1], side="right"), self.n_rows_ - 1)
             return rng.integers(0, self.n_rows_, size=b)
         u = rng.random(b)
         rows = np.empty(b, dtype=np.int64)
@@ -126,7 +145,12 @@ class ConditionalSampler:
             starts = self._starts[j]
             lo = starts[condition.category[sel]]
             size = starts[condition.category[sel] + 1] - lo
-            pick = lo + np.minimum((u[sel] * size).astype(np.int64), np.maximum(size - 1, 0))
+            if self.weights_ is None:
+                pick = lo + np.minimum((u[sel] * size).astype(np.int64), np.maximum(size - 1, 0))
+            else:  # inverse CDF of the weights of the category's rows: P(row) = w_row / sum of the category's w
+                cw = self._cum_weight[j]
+                target = cw[lo] + u[sel] * (cw[lo + size] - cw[lo])
+                pick = np.clip(np.searchsorted(cw, target, side="right") - 1, lo, np.maximum(lo + size - 1, lo))
             rows[sel] = self._order[j][pick]
         return rows
 

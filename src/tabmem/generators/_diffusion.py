@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from tabmem.errors import ParameterError
+from tabmem.generators._weights import weighted_mean
 
 LOG_EPS = 1e-30  # log(one-hot) clamp, as in multinomial diffusion
 LOG_ONEHOT_ZERO = -math.log(LOG_EPS)  # log one-hot = (z - 1) * this
@@ -215,13 +216,19 @@ class MixedDiffusion(nn.Module):
 
     # --------------------------------------------------------------- training
     def loss(
-        self, model: nn.Module, x_num: torch.Tensor, x_codes: torch.Tensor, generator: torch.Generator
+        self,
+        model: nn.Module,
+        x_num: torch.Tensor,
+        x_codes: torch.Tensor,
+        generator: torch.Generator,
+        weight: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(multinomial loss, Gaussian loss) of one batch, TabDDPM's ``mixed_loss`` objective.
 
         Gaussian: mean squared error of the predicted noise. Multinomial: T * L_t (the KL between the
         true and the model posterior; the decoder NLL at t = 0) + KL(q(x_T|x_0) || uniform), divided
-        by the number of categorical features.
+        by the number of categorical features. ``weight`` (one per row): both are the weighted mean
+        of the per-row losses instead of the plain mean (:mod:`tabmem.generators._weights`).
         """
         b, dev = x_num.shape[0], x_num.device
         t = torch.randint(0, self.T, (b,), generator=generator, device=dev)
@@ -236,7 +243,14 @@ class MixedDiffusion(nn.Module):
             parts.append(log_xt if self.cat_input == "log_onehot" else z_t)
         out = model(torch.cat(parts, dim=1), t)
         zero = out.new_zeros(())
-        loss_gauss = ((out[:, : self.n_num] - noise) ** 2).mean() if self.n_num else zero
+        if weight is None:
+            reduce = torch.mean
+        else:
+
+            def reduce(per_row: torch.Tensor) -> torch.Tensor:
+                return weighted_mean(per_row.reshape(b, -1).mean(1), weight)
+
+        loss_gauss = reduce((out[:, : self.n_num] - noise) ** 2) if self.n_num else zero
         if self.n_cat:
             log_model = self.q_posterior(self.seg_log_softmax(out[:, self.n_num :]), log_xt, t)
             log_true = self.q_posterior(log_x0, log_xt, t)
@@ -245,7 +259,7 @@ class MixedDiffusion(nn.Module):
             lt = torch.where(t == 0, nll, kl)
             log_qT = self.q_pred(log_x0, torch.full_like(t, self.T - 1))
             prior = (log_qT.exp() * (log_qT + self.log_k)).sum(1)
-            loss_multi = (lt * self.T + prior).mean() / self.n_cat
+            loss_multi = reduce(lt * self.T + prior) / self.n_cat
         else:
             loss_multi = zero
         return loss_multi, loss_gauss

@@ -433,6 +433,7 @@ class NormalizedSpaceMixin:
 
     def _build(self, train_clean: pd.DataFrame, schema: Schema) -> None:
         self._check_params()  # type: ignore[attr-defined]
+        self._weights = _weights_tensor(getattr(self, "_fit_weights", None), self.device_)  # type: ignore[attr-defined]
         if self._prepare_space(train_clean, schema):
             self._make_modules()  # type: ignore[attr-defined]
 
@@ -512,3 +513,12 @@ class NormalizedSpaceMixin:
         clip, integers = (True, "round") if mode == "clip_round" else (False, "truncate")
         data = norm.decode(matrix, sigmas, random_state=seed, clip=clip, integers=integers)
         return pd.DataFrame(data, columns=norm.columns_)
+
+
+def _weights_tensor(weights: np.ndarray | None, device: Any) -> Any:
+    """``fit(sample_weight=...)`` as a float32 tensor on ``device`` (None on load and without weights)."""
+    if weights is None:
+        return None
+    import torch
+
+    return torch.as_tensor(weights, dtype=torch.float32, device=device)

@@ -82,6 +82,7 @@ from tabmem.data.fingerprint import table_fingerprint
 from tabmem.data.schema import Schema, ValidatedTable, validate
 from tabmem.errors import ParameterError, TabmemError
 from tabmem.generators._rng import TrainingRNG, fresh_seed, sampling_rng
+from tabmem.generators._weights import check_sample_weight, weight_fingerprint
 
 try:  # torch is an optional extra; give a clear message when missing
     import torch
@@ -180,6 +181,8 @@ class TabularGenerator(Params):
     #: keyword arguments of :meth:`sample` beyond ``n``, ``random_state`` and ``batch_size``
     sampling_options: ClassVar[tuple[str, ...]] = ()
     sample_batch_size: int = _DEFAULT_SAMPLE_BATCH
+    #: ``fit(sample_weight=...)`` is applied by this generator (:mod:`tabmem.generators._weights`)
+    supports_sample_weight: ClassVar[bool] = False
     # params that may differ between a checkpoint and the run resuming it
     _RESUME_MUTABLE: ClassVar[frozenset[str]] = frozenset({"epochs", "device"})
 
@@ -292,6 +295,7 @@ class TabularGenerator(Params):
         resume_from: str | Path | None = None,
         checkpoint_every: int | None = None,
         checkpoint_path: str | Path | None = None,
+        sample_weight: Sequence[float] | np.ndarray | None = None,
     ) -> TabularGenerator:
         """Train on ``train`` (raw units) for ``self.epochs`` epochs; returns ``self``.
 
@@ -302,7 +306,9 @@ class TabularGenerator(Params):
         be reproduced. ``resume_from`` is a checkpoint written by this generator class on the same
         training table: training continues at the next epoch and ends with exactly the weights of
         an uninterrupted run. ``checkpoint_every``/``checkpoint_path`` add a
-        :class:`~tabmem.callbacks.CheckpointCallback`.
+        :class:`~tabmem.callbacks.CheckpointCallback`. ``sample_weight`` (one non-negative weight per
+        training row; generators with ``supports_sample_weight``) scales each record's share of the
+        objective (:mod:`tabmem.generators._weights`); ``None`` or all ones train exactly as without.
         """
         _require_torch()
         self._check_common_params()
@@ -331,14 +337,20 @@ class TabularGenerator(Params):
         table = validate(train, schema, name="training", nan="error")  # once; a ValidatedTable is used as is
         if len(table) < 2:
             raise TabmemError(f"fit: the training table needs at least 2 rows, got {len(table)}")
+        weights = check_sample_weight(sample_weight, len(table))
+        if weights is not None and not self.supports_sample_weight:
+            raise TabmemError(f"sample_weight: the {self.name} generator does not support per-record weights")
         self.device_ = resolve_device(getattr(self, "device", "auto"))
         self._record_training_meta(table)
+        self.sample_weight_fingerprint_ = weight_fingerprint(weights)
 
         ckpt = None
         if resume_from is not None:
             ckpt = self._read_file(resume_from)
             with reading(self._model_file(resume_from), "checkpoint"):
                 self._check_resume(ckpt)
+            if ckpt.get("sample_weight") != self.sample_weight_fingerprint_:
+                raise TabmemError("resume_from: the checkpoint was trained with other sample_weight values")
             seed = int(ckpt["seed"])
         else:
             seed = check_random_state(random_state)
@@ -352,6 +364,7 @@ class TabularGenerator(Params):
         self.stopped_early_ = False
         # kept only during fit (callbacks may read it); never saved
         self._train_table, self._train_clean = table, table.data
+        self._fit_weights = weights
         try:
             with self._private_global_rng():
                 self._build(table.data, schema)
@@ -387,6 +400,7 @@ class TabularGenerator(Params):
                     cb.on_fit_end(self)
         finally:
             self._train_table = self._train_clean = None
+            self._fit_weights = None
         return self
 
     @property
@@ -516,6 +530,7 @@ class TabularGenerator(Params):
             "stopped_early": bool(self.stopped_early_),
             "rng": self._rngs.state_dict(),
             "state": self._state_dict(),
+            **({"sample_weight": fp} if (fp := getattr(self, "sample_weight_fingerprint_", None)) else {}),
         }
 
     def save_checkpoint(self, path: str | Path) -> Path:

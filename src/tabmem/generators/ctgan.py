@@ -241,6 +241,7 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         "opt_d": "opt_d_",
     }
 
+    supports_sample_weight = True  # real rows drawn in proportion to their weight (ConditionalSampler)
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         # the reference code's behaviour, behind the published memorization figures (docs/ctgan_tvae.md)
         "paper": {
@@ -363,7 +364,10 @@ class CTGAN(NormalizedSpaceMixin, TabularGenerator):
         if codes is None:  # loaded model: only generation-time conditions are needed; counts come from state
             codes = [np.zeros(1, dtype=np.int64) for _ in n_cats]
         n_rows = len(codes[0]) if codes else self.n_train_
-        self.sampler_ = ConditionalSampler(codes, n_cats, log_frequency=self.log_frequency, n_rows=n_rows)
+        weights = getattr(self, "_fit_weights", None) if getattr(self, "_category_codes", None) is not None else None
+        self.sampler_ = ConditionalSampler(
+            codes, n_cats, log_frequency=self.log_frequency, n_rows=n_rows, weights=weights
+        )
 
     # ------------------------------------------------------------------ train
     def _gradient_penalty(self, real: torch.Tensor, fake: torch.Tensor) -> torch.Tensor:

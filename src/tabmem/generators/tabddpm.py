@@ -71,6 +71,7 @@ class TabDDPM(TabularGenerator):
         },
     }
     DATASET_PRESETS = {("paper", "adult"): {"weight_decay": 5e-4}}  # the papers set it for Adult only
+    supports_sample_weight = True  # a weighted mean of the per-row losses
 
     def __init__(
         self,
@@ -141,6 +142,8 @@ class TabDDPM(TabularGenerator):
         dev = self.device_
         self._x_num = torch.as_tensor(num_q, dtype=torch.float32, device=dev)
         self._x_codes = torch.as_tensor(enc.codes(train_clean).astype(np.int64), device=dev)
+        w = getattr(self, "_fit_weights", None)
+        self._weights = None if w is None else torch.as_tensor(w, dtype=torch.float32, device=dev)
         self.diffusion_ = MixedDiffusion(num.shape[1], sizes, int(self.num_timesteps), self.cat_input).to(dev)
         d_in = num.shape[1] + sum(sizes)
         if d_in == 0:
@@ -167,9 +170,11 @@ class TabDDPM(TabularGenerator):
             lr = float(self.lr) * max(0.0, 1.0 - self.step_ / total_steps)  # linear decay (TabDDPM _anneal_lr)
             for group in self.optimizer_.param_groups:
                 group["lr"] = lr
-            loss_multi, loss_gauss = self.diffusion_.loss(
-                self.model_, self._x_num[idx], self._x_codes[idx], self.torch_generator_
-            )
+            batch = (self.model_, self._x_num[idx], self._x_codes[idx], self.torch_generator_)
+            if self._weights is None:
+                loss_multi, loss_gauss = self.diffusion_.loss(*batch)
+            else:
+                loss_multi, loss_gauss = self.diffusion_.loss(*batch, weight=self._weights[idx])
             loss = loss_multi + loss_gauss
             self.optimizer_.zero_grad(set_to_none=True)
             loss.backward()

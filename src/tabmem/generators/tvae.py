@@ -30,6 +30,7 @@ from torch import nn
 
 from tabmem.errors import TabmemError
 from tabmem.generators._transformer import NUMERICAL_DECODINGS, NormalizedSpaceMixin
+from tabmem.generators._weights import weighted_mean
 from tabmem.generators.base import TabularGenerator, register_generator
 from tabmem.generators.ctgan import _check_dims, _check_positive
 
@@ -110,6 +111,7 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
 
     _STATE_MODULES: ClassVar[dict[str, str]] = {"encoder": "encoder_net_", "decoder": "decoder_net_", "opt": "opt_"}
 
+    supports_sample_weight = True  # weighted means of the per-record reconstruction and KL terms
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         # the reference code's output: unclipped numericals, integers truncated (docs/ctgan_tvae.md)
         "paper": {"numerical_decoding": "truncate"},
@@ -199,14 +201,20 @@ class TVAE(NormalizedSpaceMixin, TabularGenerator):
         bs = int(self.batch_size)
         sums = np.zeros(3)
         steps = 0
+        weights = getattr(self, "_weights", None)
         for i in range(0, n, bs):
             x = data[perm[i : i + bs]]
             mu, logvar = self.encoder_net_(x)
             std = torch.exp(0.5 * logvar)
             z = mu + std * torch.randn(mu.shape, generator=gen, device=mu.device)
             out = self.decoder_net_(z)
-            recon = self.loss_factor * self.reconstruction_nll(x, out).mean()
-            kl = (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(dim=1)).mean()
+            recon_rows = self.reconstruction_nll(x, out)
+            kl_rows = -0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(dim=1)
+            if weights is None:
+                recon, kl = self.loss_factor * recon_rows.mean(), kl_rows.mean()
+            else:  # weighted means of the per-record terms (tabmem.generators._weights)
+                w = weights[perm[i : i + bs]]
+                recon, kl = self.loss_factor * weighted_mean(recon_rows, w), weighted_mean(kl_rows, w)
             loss = recon + kl
             self.opt_.zero_grad(set_to_none=True)
             loss.backward()

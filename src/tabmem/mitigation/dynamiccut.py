@@ -11,6 +11,8 @@ model-agnostic method:
    ``top_k`` largest per-epoch Mem-AUC_e), remove the ``ceil(prune * N)`` top records (ties broken by
    a seeded permutation), optionally add ``mix`` rows (DynamicCutMix = ``mix="tabcutmix"``, ratio
    0.3, made from the pruned table only), and **retrain from scratch** for the full schedule.
+   ``reweight=w`` (tabmem's variant, not in the paper) keeps the top records at training weight ``w``
+   instead of removing them (:mod:`tabmem.mitigation.reweight`): everyone's data stays in the table.
 
 A given ranking (for example one computed with another generator on the same table: transfer)
 skips stage 1, and so does ``prune_by="random"`` (the control needs no warm-up).
@@ -45,6 +47,7 @@ from tabmem.memorization.tracker import MemorizationTracker
 from tabmem.mitigation.base import AUGMENTERS, augmented_table, get_augmenter, require_class_target
 from tabmem.mitigation.evaluation import mitigation_report
 from tabmem.mitigation.ranking import RANKING_METHODS, Ranking, n_to_prune, random_ranking, rank_records
+from tabmem.mitigation.reweight import REWEIGHT_SHAPES, ranking_weights
 from tabmem.mitigation.summary import MitigationReport
 from tabmem.neighbors.distances import DEFAULT_DISTANCE
 
@@ -73,6 +76,8 @@ def check_dynamiccut(
     mix: str | None = None,
     mix_ratio: float = 0.3,
     schema: Schema | None = None,
+    reweight: float | None = None,
+    reweight_shape: str = "step",
 ) -> None:
     """Check DynamicCut's settings before any work (one error naming the argument, and its flag under the command line).
 
@@ -82,6 +87,14 @@ def check_dynamiccut(
     check_number(_named("prune", "--prune"), prune, low=0.0, high=1.0, low_open=True, high_open=True)
     check_positive_int(_named("top_k", "--top-k"), top_k)
     check_positive_int(_named("epochs", "--epochs"), epochs)
+    if reweight is not None:
+        check_number(_named("reweight", "--reweight"), reweight, low=0.0, high=1.0, high_open=True)
+        check_choice(_named("reweight_shape", "--reweight-shape"), reweight_shape, REWEIGHT_SHAPES)
+        if mix is not None:
+            raise ParameterError(
+                f"{_named('reweight', '--reweight')} keeps every record (down-weighted); it does not combine with "
+                f"{_named('mix', '--mix')}"
+            )
     if mix is not None:
         aug = AUGMENTERS.get(mix)  # unknown names fail here, listing the known ones
         check_number(_named("mix_ratio", "--mix-ratio"), mix_ratio, low=0.0, low_open=True)
@@ -124,12 +137,16 @@ def _flag(flag: str) -> str:
 
 @dataclass(frozen=True)
 class RetrainTable:
-    """The table stage 2 trains on: the kept records (original order), then ``n_new`` augmented rows."""
+    """The table stage 2 trains on: the kept records (original order), then ``n_new`` augmented rows.
+
+    With ``reweight`` every record is kept, ``pruned_rows`` are the down-weighted ones and ``weights``
+    holds one training weight per row of ``table`` (else ``None``)."""
 
     table: pd.DataFrame
     pruned_rows: np.ndarray  # positions in the original table, sorted
     n_kept: int
     n_new: int
+    weights: np.ndarray | None = None
 
 
 def retrain_table(
@@ -142,13 +159,20 @@ def retrain_table(
     mix_ratio: float = 0.3,
     mix_params: dict[str, Any] | None = None,
     random_state: int | None = 0,
+    reweight: float | None = None,
+    reweight_shape: str = "step",
 ) -> RetrainTable:
     """Remove the top ``prune`` records of ``ranking`` from ``train``; with ``mix``, append ``int(mix_ratio * kept)``
-    rows of that augmenter fitted on the kept records only."""
+    rows of that augmenter fitted on the kept records only. With ``reweight``, keep every record and give
+    the top ``prune`` the weights of :func:`~tabmem.mitigation.reweight.ranking_weights` instead."""
     table = validate(train, schema, name="training", nan="match")
     ranking.check_table(table_fingerprint(table), len(table))
     n_to_prune(len(table), prune)  # checks prune
     pruned = ranking.top(prune)
+    if reweight is not None:
+        weights = ranking_weights(ranking, prune, reweight, reweight_shape)
+        full = raw_frame(table).rename(columns=str).reset_index(drop=True)
+        return RetrainTable(full, pruned, len(table), 0, weights)
     keep = np.ones(len(table), dtype=bool)
     keep[pruned] = False
     kept = raw_frame(table).rename(columns=str).iloc[np.flatnonzero(keep)].reset_index(drop=True)
@@ -175,6 +199,9 @@ class DynamicCut(Params):
         prune_by: ``intensity`` (DynamicCut), ``count`` (oracle), ``first-memorization`` or ``random``.
         ranking: a precomputed :class:`Ranking` of this table (transfer); skips stage 1.
         mix, mix_ratio, mix_params: an augmenter applied to the pruned table (DynamicCutMix).
+        reweight, reweight_shape: keep the top ``prune`` records at this training weight instead of
+            removing them (``step``: all at ``reweight``; ``linear``: rising with the rank to 1 at the
+            cut; :mod:`tabmem.mitigation.reweight`); the generator must support ``sample_weight``.
         distance: replica distance of the tracker and of :meth:`evaluate`.
         random_state: seed of training, tracking, tie-breaks and augmentation.
         dataset: a registered dataset name selecting the preset's per-dataset settings.
@@ -201,6 +228,8 @@ class DynamicCut(Params):
         distance: str = DEFAULT_DISTANCE,
         random_state: int = 0,
         dataset: str | None = None,
+        reweight: float | None = None,
+        reweight_shape: str = "step",
     ) -> None:
         self.model = model
         self.preset = preset
@@ -217,6 +246,8 @@ class DynamicCut(Params):
         self.distance = distance
         self.random_state = random_state
         self.dataset = dataset
+        self.reweight = reweight
+        self.reweight_shape = reweight_shape
 
     def generator(self) -> Any:
         """A new, unfitted generator with the settings of both stages."""
@@ -228,8 +259,12 @@ class DynamicCut(Params):
         check_dynamiccut(
             epochs=epochs, warmup_epochs=self.warmup_epochs, track_every=self.track_every, top_k=self.top_k,
             prune=self.prune, prune_by=self.prune_by, ranking=self.ranking, mix=self.mix, mix_ratio=self.mix_ratio,
-            schema=schema,
+            schema=schema, reweight=self.reweight, reweight_shape=self.reweight_shape,
         )  # fmt: skip
+        if self.reweight is not None and not self.generator().supports_sample_weight:
+            raise ParameterError(
+                f"{_named('reweight', '--reweight')}: the {self.model} generator does not support per-record weights"
+            )
         return epochs
 
     def rank(
@@ -282,11 +317,14 @@ class DynamicCut(Params):
             mix_ratio=self.mix_ratio,
             mix_params=self.mix_params,
             random_state=seed,
+            reweight=self.reweight,
+            reweight_shape=self.reweight_shape,
         )
         self.pruned_rows_, self.n_retrain_, self.n_new_ = rt.pruned_rows, len(rt.table), rt.n_new
+        self.weights_ = rt.weights
         self.schema_ = schema
         self._original = table
-        self.generator_ = self.generator().fit(rt.table, schema, random_state=seed)
+        self.generator_ = self.generator().fit(rt.table, schema, random_state=seed, sample_weight=rt.weights)
         return self
 
     def evaluate(

@@ -113,6 +113,8 @@ class DynamicCutSummary(MitigationReport):
     warmup: dict[str, Any] | None  # the warm-up run's numbers (epochs, rates, seconds)
     baseline: MitigationReport | None = nested(MitigationReport)  # the unpruned model (--baseline), or null
     timings_s: dict[str, float]
+    reweight: float | None = optional()  # the top records' training weight (kept, not pruned); absent if pruned
+    reweight_shape: str | None = optional()
 
     @classmethod
     def of(cls, report: MitigationReport, **run: Any) -> DynamicCutSummary:

@@ -60,6 +60,8 @@ _SETTINGS = (
     "distance",
     "seed",
     "fingerprint",
+    "reweight",
+    "reweight_shape",
 )
 
 #: the DynamicCut run type: its settings in config.json make it resumable (each stage resumes itself)
@@ -213,6 +215,7 @@ def _config(
         "distance": cut.distance,
         "seed": int(cut.random_state),
         "fingerprint": fingerprint,
+        **({"reweight": float(cut.reweight), "reweight_shape": cut.reweight_shape} if cut.reweight is not None else {}),
         "source": source or {},
         "schema": schema.to_dict(),
     }
@@ -266,18 +269,21 @@ def _retrain(
 ) -> RetrainTable:
     """Stage 2: the pruned (possibly mixed) table, trained from scratch into ``DIR/retrain``."""
     rt = retrain_table(table, schema, rk, cut.prune, mix=cut.mix, mix_ratio=cut.mix_ratio,
-                       mix_params=cut.mix_params, random_state=int(cut.random_state))  # fmt: skip
+                       mix_params=cut.mix_params, random_state=int(cut.random_state), reweight=cut.reweight,
+                       reweight_shape=cut.reweight_shape)  # fmt: skip
     state = run.stage("retrain", TRAIN_RUN)
     if state.done:
         say("[2/3] retrain: already done")
         return rt
     mixed = f" + {rt.n_new} {cut.mix} rows" if cut.mix else ""
+    how = "pruned" if cut.reweight is None else f"down-weighted ({cut.reweight_shape}, weight {cut.reweight:g})"
     say(
         f"[2/3] retrain from scratch for {epochs} epochs on {rt.n_kept} records "
-        f"({len(rt.pruned_rows)} pruned by {rk.method}){mixed}" + (" (resumed)" if state.resume else "")
+        f"({len(rt.pruned_rows)} {how} by {rk.method}){mixed}" + (" (resumed)" if state.resume else "")
     )
     t0 = time.perf_counter()
-    train_to_dir(rt.table, schema, run.path / "retrain", **common, track_every=0, resume=state.resume)
+    train_to_dir(rt.table, schema, run.path / "retrain", **common, track_every=0, resume=state.resume,
+                 sample_weight=rt.weights)  # fmt: skip
     timings["retrain_seconds"] = time.perf_counter() - t0
     return rt
 
@@ -313,6 +319,8 @@ def _summary(
         "ranking_source": ranking_source,
         "mix": cut.mix,
         "mix_ratio": float(cut.mix_ratio) if cut.mix else None,
+        "reweight": None if cut.reweight is None else float(cut.reweight),
+        "reweight_shape": None if cut.reweight is None else cut.reweight_shape,
         "warmup": _stage_numbers(warm),
         "baseline": before,
     }

@@ -50,6 +50,7 @@ from tabmem.callbacks import Callback, StopAtEpoch
 from tabmem.data.schema import Schema, validate
 from tabmem.errors import TabmemError, suggest
 from tabmem.generators import DEFAULT_PRESET, get_generator, resolve_preset
+from tabmem.generators._weights import check_sample_weight, weight_fingerprint
 from tabmem.memorization.evidence import distance_evidence
 from tabmem.memorization.replicas import ReplicaDetector
 from tabmem.memorization.tracker import MemorizationTracker
@@ -68,6 +69,7 @@ CONFIG_KEYS = (
     "source",
     "stop_after",
     "selection",
+    "sample_weight",
 )
 
 #: files and folders of a training run (:data:`RUN_FILES`, what ``overwrite=True`` deletes) and its run
@@ -157,6 +159,7 @@ def train_to_dir(
     patience: int = 1,
     selection_holdout: pd.DataFrame | None = None,
     keep_snapshots: bool = False,
+    sample_weight: Any = None,
 ) -> dict[str, Any]:
     """Train ``model`` on ``train`` into ``out_dir`` (layout in the module docstring); returns the summary.
 
@@ -171,7 +174,8 @@ def train_to_dir(
     receives warnings (a message is also kept in the summary's ``warnings``). With a holdout and
     ``evidence`` the summary also holds ``tabmem audit``'s distance evidence of the final table
     (:func:`~tabmem.memorization.evidence.distance_evidence`; a study's audit step computes its
-    own, so the study's train step leaves it out).
+    own, so the study's train step leaves it out). ``sample_weight`` (one per training row) is passed to
+    the generator's ``fit``; config.json keeps a hash of it (a resumed run must use the same weights).
 
     ``stop_excess`` (a fraction) turns on memorization-aware checkpoint choice
     (:class:`~tabmem.mitigation.stopping.MemorizationStopping`): at every tracked epoch the excess of
@@ -188,6 +192,9 @@ def train_to_dir(
     gen = get_generator(model, preset=preset, dataset=dataset, **dict(params or {})).check_params()
     preset = resolve_preset(model, preset)  # recorded as resolved: None for the class defaults
     table, holdout = validated_tables(train, holdout, schema)
+    weights = check_sample_weight(sample_weight, len(table))
+    if weights is not None and not gen.supports_sample_weight:
+        raise TabmemError(f"sample_weight: the {model} generator does not support per-record weights")
     if stop_after is not None and not 1 <= int(stop_after) <= int(gen.epochs):
         raise TabmemError(f"stop_after must be in [1, epochs={gen.epochs}], got {stop_after!r}")
     if checkpoint_every is None:
@@ -198,6 +205,8 @@ def train_to_dir(
               "track_every": int(track_every), "track_samples": track_samples, "distance": distance,
               "checkpoint_every": int(checkpoint_every), "source": source or {}, "schema": schema.to_dict(),
               "stop_after": None if stop_after is None else int(stop_after), "selection": selection}  # fmt: skip
+    if weights is not None:
+        config["sample_weight"] = weight_fingerprint(weights)
     run = RunDirectory(out_dir, TRAIN_RUN)
     warn = Warnings(on_warning)
     with run.lock():
@@ -205,7 +214,8 @@ def train_to_dir(
         tracker = _tracker(run.path, track_every, track_samples, distance, seed)
         chooser = _stopping(run.path, tracker, selection, selection_holdout, seed)
         seconds = _fit(gen, table, schema, run.path, tracker, stop_after=stop_after, progress=progress, seed=seed,
-                       resuming=resuming, checkpoint_every=int(checkpoint_every), chooser=chooser)  # fmt: skip
+                       resuming=resuming, checkpoint_every=int(checkpoint_every), chooser=chooser,
+                       sample_weight=weights)  # fmt: skip
         trained = int(gen.epoch_)
         if chooser is not None:
             gen, chosen = _chosen_model(gen, chooser, run.path, keep_snapshots)
@@ -242,6 +252,7 @@ def _fit(
     resuming: bool,
     checkpoint_every: int,
     chooser: Any = None,
+    sample_weight: Any = None,
 ) -> float:
     """Train (or resume) ``gen`` with its callbacks, checkpointing into ``out``; save model.pt and history.csv.
     Returns the training seconds."""
@@ -251,7 +262,7 @@ def _fit(
     ckpt = out / TRAIN_RUN.progress
     t0 = time.perf_counter()
     gen.fit(table, schema, callbacks=callbacks, random_state=seed, resume_from=ckpt if resuming else None,
-            checkpoint_every=checkpoint_every, checkpoint_path=ckpt)  # fmt: skip
+            checkpoint_every=checkpoint_every, checkpoint_path=ckpt, sample_weight=sample_weight)  # fmt: skip
     seconds = time.perf_counter() - t0
     gen.save(out / "model.pt")
     write_frame(out / "history.csv", pd.DataFrame(gen.history_))

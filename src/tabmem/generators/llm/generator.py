@@ -40,6 +40,7 @@ import torch
 from tabmem._checks import check_choice, check_positive_int
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
+from tabmem.generators._weights import weighted_token_loss
 from tabmem.generators.base import TabularGenerator, register_generator
 from tabmem.generators.llm import huggingface as hf
 from tabmem.generators.llm.decoding import DecodingPlan, plan_decoding, sample_valid_rows
@@ -73,6 +74,7 @@ class LLMGenerator(TabularGenerator):
     """
 
     sampling_options = ("conditions", "temperature", "top_k", "top_p", "tendency", "logits_processor", "constraint")
+    supports_sample_weight = True  # each row's tokens weighted in the token-mean loss (not with DP)
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         "tiny": {"n_layer": 2, "n_head": 2, "n_embd": 64, "epochs": 20, "batch_size": 32},
         "small": {"n_layer": 3, "n_head": 4, "n_embd": 96, "epochs": 100, "batch_size": 32, "lr": 1e-3},
@@ -177,6 +179,10 @@ class LLMGenerator(TabularGenerator):
             self._model_from_state = True
             return
         self._model_from_state = False
+        w = getattr(self, "_fit_weights", None)
+        if w is not None and self.dp_epsilon is not None:
+            raise TabmemError("sample_weight: per-record weights are not supported with DP training (dp_epsilon)")
+        self._weights = None if w is None else torch.as_tensor(w, dtype=torch.float32, device=self.device_)
         table = self._train_table  # validated once by fit: the format uses it as it is
         self.format_.fit(table, schema, seed=self.seed_)
         self._rows = self.format_.training_rows(table)
@@ -255,9 +261,16 @@ class LLMGenerator(TabularGenerator):
         if self.dp_ is not None:
             return self.dp_.private_epoch()
         total, count = 0.0, 0
-        for ids, mask in self._rows.epoch(self.rng_, self.torch_generator_, bs):
+        weights = getattr(self, "_weights", None)
+        rows: list[torch.Tensor] | None = None if weights is None else []
+        for b, (ids, mask) in enumerate(self._rows.epoch(self.rng_, self.torch_generator_, bs, rows)):
             ids, mask = ids.to(self.device_), mask.to(self.device_)
-            loss = self.model_(input_ids=ids, attention_mask=mask, labels=ids.masked_fill(mask == 0, -100)).loss
+            labels = ids.masked_fill(mask == 0, -100)
+            if rows is None:
+                loss = self.model_(input_ids=ids, attention_mask=mask, labels=labels).loss
+            else:
+                logits = self.model_(input_ids=ids, attention_mask=mask).logits
+                loss = weighted_token_loss(logits, labels, weights[rows[b].to(weights.device)])
             self.optimizer_.zero_grad(set_to_none=True)
             loss.backward()
             if self.max_grad_norm:

@@ -5,7 +5,8 @@
   augment --seed N`` layout and bytes).
 * ``dynamiccut`` (instead of ``train``): :func:`~tabmem.runs.dynamiccut.dynamiccut_to_dir` with the
   cell's generator: warm-up (or the count oracle's full run), ranking, pruning, retraining from
-  scratch, optionally mixed (DynamicCutMix); its directory is the ``tabmem dynamiccut`` layout and
+  scratch, optionally mixed (DynamicCutMix), or with ``reweight = w`` keeping the top records at
+  training weight ``w`` instead of pruning them; its directory is the ``tabmem dynamiccut`` layout and
   its ``model`` is the retrained generator.
 * ``memstop`` (instead of ``train``): ``train_to_dir`` with memorization-aware checkpoint choice
   (:class:`~tabmem.mitigation.stopping.MemorizationStopping`); its ``model`` is the chosen epoch's,
@@ -45,6 +46,13 @@ def _rankings() -> list[str]:
     from tabmem.mitigation import RANKING_METHODS
 
     return list(RANKING_METHODS)
+
+
+def _weight_or_none(key: str, v: Any) -> Any:
+    """``reweight``: none (prune) or a weight, checked with the other settings by ``check_dynamiccut``."""
+    if v is None or v == "none":
+        return None
+    return number(0, 1)(key, v)
 
 
 def _distances() -> list[str]:
@@ -125,6 +133,8 @@ class DynamicCutStep(Step):
         "mix": Field("none", choice(_augmenters_or_none), "augmenter applied to the pruned table (DynamicCutMix)"),
         "mix_ratio": Field(0.3, number(0, None, low_open=True), "new rows of the mix, as a share of the pruned table"),
         "mix_params": Field({}, table, "the mix augmenter's parameters"),
+        "reweight": Field(None, _weight_or_none, "keep the top records at this training weight (0 <= w < 1) instead"),
+        "reweight_shape": Field("step", choice(("step", "linear")), "reweight: step, or linear in the rank up to 1"),
         "distance": Field(
             DEFAULT_DISTANCE, choice(_distances), "distance of the tracking and of the rate vs the pruned table"
         ),
@@ -151,7 +161,14 @@ class DynamicCutStep(Step):
                 prune_by=options["prune_by"],
                 mix=mix,
                 mix_ratio=options["mix_ratio"],
+                reweight=options["reweight"],
+                reweight_shape=options["reweight_shape"],
             )
+            if options["reweight"] is not None:
+                from tabmem.generators import GENERATORS
+
+                if not GENERATORS.get(gen["model"]).supports_sample_weight:
+                    raise ParameterError(f"reweight: the {gen['model']} generator does not support per-record weights")
         except ParameterError as exc:
             raise ParameterError(f"{where}{exc}") from None
         if mix is not None:
@@ -179,6 +196,8 @@ class DynamicCutStep(Step):
             distance=c["distance"],
             random_state=ctx.seed,
             dataset=c["dataset_preset"],
+            reweight=c.get("reweight"),
+            reweight_shape=c.get("reweight_shape", "step"),
         )
         s = dynamiccut_to_dir(
             ctx.data.train, ctx.data.schema, ctx.out, cut, resume=ctx.resume,

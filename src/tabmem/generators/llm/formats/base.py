@@ -40,12 +40,21 @@ class Prompt:
 class TrainingRows(Protocol):
     """The training table as the model sees it, one shuffled epoch at a time."""
 
-    def epoch(self, rng: np.random.Generator, generator: torch.Generator, batch_size: int) -> list[Batch]: ...
+    def epoch(
+        self, rng: np.random.Generator, generator: torch.Generator, batch_size: int, rows: list | None = None
+    ) -> list[Batch]:
+        """One epoch's batches; ``rows`` (a list) receives each batch's training-row positions (weighted fits)."""
+        ...
 
 
-def shuffled_batches(ids: torch.Tensor, mask: torch.Tensor, generator: torch.Generator, batch_size: int) -> list[Batch]:
-    """Rows in the order of one ``randperm`` drawn from ``generator``, cut into batches (CPU tensors)."""
+def shuffled_batches(
+    ids: torch.Tensor, mask: torch.Tensor, generator: torch.Generator, batch_size: int, rows: list | None = None
+) -> list[Batch]:
+    """Rows in the order of one ``randperm`` drawn from ``generator``, cut into batches (CPU tensors);
+    ``rows`` (a list) receives each batch's row positions."""
     perm = torch.randperm(ids.shape[0], generator=generator, device=generator.device).cpu()
+    if rows is not None:
+        rows.extend(perm[s : s + batch_size] for s in range(0, ids.shape[0], batch_size))
     return [(ids[perm[s : s + batch_size]], mask[perm[s : s + batch_size]]) for s in range(0, ids.shape[0], batch_size)]
 
 
@@ -56,8 +65,10 @@ class FixedRows:
     ids: torch.Tensor
     mask: torch.Tensor
 
-    def epoch(self, rng: np.random.Generator, generator: torch.Generator, batch_size: int) -> list[Batch]:
-        return shuffled_batches(self.ids, self.mask, generator, batch_size)
+    def epoch(
+        self, rng: np.random.Generator, generator: torch.Generator, batch_size: int, rows: list | None = None
+    ) -> list[Batch]:
+        return shuffled_batches(self.ids, self.mask, generator, batch_size, rows)
 
 
 class RowFormat(ABC):

@@ -156,10 +156,15 @@ class TextRows:
     format: TextFormat
     table: pd.DataFrame
 
-    def epoch(self, rng: np.random.Generator, generator: torch.Generator, batch_size: int) -> list[Batch]:
-        """Texts from ``rng``, shuffled by ``generator``, each batch padded to its own longest row."""
+    def epoch(
+        self, rng: np.random.Generator, generator: torch.Generator, batch_size: int, rows: list | None = None
+    ) -> list[Batch]:
+        """Texts from ``rng``, shuffled by ``generator``, each batch padded to its own longest row;
+        ``rows`` (a list) receives each batch's row positions."""
         texts = self.format.serializer_.serialize(self.table, rng=rng)
         perm = torch.randperm(len(texts), generator=generator, device=generator.device).cpu()
+        if rows is not None:
+            rows.extend(perm[s : s + batch_size] for s in range(0, len(texts), batch_size))
         return [
             self.format.encode_texts([texts[i] for i in perm[s : s + batch_size].tolist()])
             for s in range(0, len(texts), batch_size)
