@@ -20,11 +20,18 @@ METRICS = {
 
 
 def run(cfg, train, holdout, synthetic):  # noqa: ANN001, ANN201
+    import synthcity.logger as log
     from synthcity.metrics import Metrics
 
+    log.add(sink=sys.stderr, level="ERROR")  # Metrics.evaluate logs a metric that raised, and drops it
     out = Path(sys.argv[2]).parent
     scores = Metrics.evaluate(train, synthetic, metrics=METRICS, use_cache=False, workspace=out / "workspace")
-    return {str(k): float(v) for k, v in scores["mean"].items()}
+    result = {str(k): float(v) for k, v in scores["mean"].items()}
+    # a metric missing from the result raised (its error is in the log above): the call failed
+    missing = [m for group in METRICS.values() for m in group if not any(f".{m}." in k for k in result)]
+    if missing:
+        raise SystemExit(f"synthcity returned no {', '.join(missing)} (Metrics.evaluate drops a metric that raised)")
+    return result
 
 
 if __name__ == "__main__":
