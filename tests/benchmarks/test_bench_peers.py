@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_peers import fill, format_table, run_matrix  # noqa: E402
-from peercap import GIB, classify, run_capped  # noqa: E402
+from peercap import classify, run_capped  # noqa: E402
 
 PY = sys.executable
 MIB = 2**20
@@ -39,7 +39,10 @@ def test_an_allocation_beyond_the_cap_is_out_of_memory(tmp_path):
     rec = run_capped([PY, "-c", "b = bytearray(1 << 30); print(len(b))"], 256 * MIB, 60, tmp_path / "log")
     assert rec["outcome"] == "out of memory"
     assert rec["returncode"] == 1
-    assert rec["peak_gib"] < 256 * MIB / GIB  # the child never held the gigabyte
+    # the child never held the gigabyte: its peak is that of a child doing nothing (a forked child's peak
+    # counts the resident pages it inherits, so it grows with this process: the full suite's is ~0.4 GiB)
+    idle = run_capped([PY, "-c", "pass"], 256 * MIB, 60, tmp_path / "idle")
+    assert rec["peak_gib"] < idle["peak_gib"] + 0.1
     # the same call without a cap holds it, and its peak says so
     rec = run_capped([PY, "-c", "b = bytearray(1 << 28); b[::4096] = b'x' * len(b[::4096])"], None, 60, tmp_path / "l2")
     assert rec["outcome"] == "ok"
