@@ -79,3 +79,19 @@ def _private_cache_dir(tmp_path_factory):
         os.environ.pop("TABMEM_CACHE_DIR", None)
     else:
         os.environ["TABMEM_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """One local Ray instance (2 CPUs) per test module, its workers importing this checkout's src: the pools
+    inside the tests join it and leave it running; shut down after the module."""
+    ray = pytest.importorskip("ray")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(_REPO_ROOT / "src")}},
+    )
+    yield ray
+    ray.shutdown()

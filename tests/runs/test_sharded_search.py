@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import tabmem
 import tabmem.neighbors.shards as shards_module
 import tabmem.runs.searches as searches_module
 from cli_run import run
@@ -22,7 +21,6 @@ from tabmem.runs.attack import attack_to_dir
 from tabmem.runs.audit import audit_to_dir
 from tabmem.runs.searches import sharded_searches
 
-SRC = str(Path(tabmem.__file__).resolve().parents[1])
 AUDIT_FILES = ("summary.json", "replicas.csv", "records.csv", "rare_values.csv")
 ATTACK_FILES = ("summary.json", "scores.csv", "risk.csv", "roc.csv")
 SCHEMA = Schema(("x", "y", "c", "d"), ("x", "y"), ("c", "d"))
@@ -61,21 +59,6 @@ def tiny_shards(monkeypatch):
 
     monkeypatch.setattr(searches_module, "run_pool", counting)
     return counts
-
-
-@pytest.fixture(scope="module")
-def ray_instance():
-    """One local Ray instance (2 CPUs) for the module: the pools inside use it and leave it running."""
-    ray = pytest.importorskip("ray")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        configure_logging=False,
-        runtime_env={"env_vars": {"PYTHONPATH": SRC}},
-    )
-    yield ray
-    ray.shutdown()
 
 
 def _bytes(out: Path, names: tuple[str, ...]) -> dict[str, bytes]:

@@ -12,7 +12,6 @@ from study_fixtures import BASE
 from tabmem.studies.runner import run_study
 from tabmem.studies.store import load_results
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 #: keys whose values are timings, hosts or dates (everything else must be identical)
 VOLATILE = {"seconds", "train_seconds", "timings_s", "finished", "started", "host", "pid", "run", "epoch_time"}
 STUDY = BASE.replace("seeds = [0]", "seeds = [0, 1]").replace('"train", "audit"', '"train", "sample", "audit"')
@@ -61,20 +60,6 @@ def tree(out: Path) -> dict[str, object]:
         if p.is_file():
             files[str(p.relative_to(out))] = comparable(p)
     return files
-
-
-@pytest.fixture(scope="module")
-def ray_instance():
-    ray = pytest.importorskip("ray")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        configure_logging=False,
-        runtime_env={"env_vars": {"PYTHONPATH": SRC}},
-    )
-    yield ray
-    ray.shutdown()
 
 
 def test_local_and_ray_executors_give_identical_results_and_files(write_study, tmp_path, ray_instance):
