@@ -25,6 +25,7 @@ from tabmem.data.schema import Schema
 from tabmem.data.serialization import RowSerializer, get_serializer
 from tabmem.errors import TabmemError
 from tabmem.neighbors.levenshtein import LevenshteinIndex, LevenshteinResult
+from tabmem.neighbors.settings import progress_of
 
 
 @register_attack("levatt")
@@ -89,7 +90,9 @@ class LevAtt(Attack):
         """Exact minimum edit distance of every target row string and the synthetic row reaching it."""
         if not hasattr(self, "index_"):
             raise TabmemError("LevAtt is not fitted: call fit(synthetic, schema) first")
-        return self.index_.query(self._serialize(targets, "targets"))
+        strings = self._serialize(targets, "targets")
+        with progress_of(len(strings), len(self.index_.strings_)) as advance:
+            return self.index_.query(strings, progress=advance)
 
     def _score(self, targets: pd.DataFrame) -> np.ndarray:
         return -self.distances(targets).distance.astype(np.float64)

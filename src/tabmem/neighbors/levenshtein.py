@@ -31,11 +31,13 @@ integer, exact) and the position of one string reaching it, without ever buildin
 
 from __future__ import annotations
 
+import copy
+import functools
 import multiprocessing as mp
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from rapidfuzz import process
@@ -43,13 +45,18 @@ from rapidfuzz.distance import LCSseq, Levenshtein
 
 from tabmem._checks import check_positive_int, resolve_n_jobs
 from tabmem.errors import TabmemError
-from tabmem.neighbors import device
+from tabmem.neighbors import device, settings
+from tabmem.neighbors.shards import DEVICE_NOT_SHARDED, active_sharding, shard_bounds, sharding
 
 _MAX_BUCKETS = 96  # distinct characters kept as their own count bucket (the rest share one)
 _MAX_UNARY = 48  # unary columns per bucket; wider count ranges are quantised (still a valid bound)
-_BLOCK_BYTES = 256 << 20  # working memory of one block, per worker
+_BIGRAM_BUCKETS = 512  # distinct bigrams kept as their own count bucket (the rest share one)
+_BIGRAM_UNARY = 16  # unary columns per bigram bucket (wider count ranges quantised)
+_BIGRAM_MAX_BYTES = 1 << 30  # the bigram codes of the indexed strings are kept below this (else no bigram bound)
+_BLOCK_BYTES = 256 << 20  # working memory of one block, per worker, when no memory budget is given
+_PAIR_BYTES = 16  # working memory per (query, string) pair of a block: two float32 bound rows and temporaries
 _PARALLEL_MIN_PAIRS = 2_000_000  # below this, worker start-up costs more than it saves
-_LCS_MIN_CANDIDATES = 64  # queries with more candidates left after the bag bound get the LCS bound
+_LCS_MIN_CANDIDATES = 64  # queries with more candidates left after the count bounds get the LCS bound
 
 
 @dataclass(frozen=True)
@@ -67,26 +74,31 @@ class LevenshteinResult:
 
 
 class _CountEncoder:
-    """Thermometer encoding of per-character counts: ``u(q) . v(s) >= sum_c min(n_c(q), n_c(s))`` (exact when unquantised)."""
+    """Thermometer encoding of per-token counts: ``u(q) . v(s) >= sum_c min(n_c(q), n_c(s))`` (exact when unquantised).
 
-    def __init__(self, strings: Sequence[str]) -> None:
-        codes, _ = _code_points(strings)
-        freq_all = np.bincount(codes) if codes.size else np.zeros(0, np.int64)  # code points are < 0x110000
-        values = np.flatnonzero(freq_all)
-        freq = freq_all[values]
-        order = np.lexsort((values, -freq))  # most frequent first, ties by code point: deterministic
-        kept = np.sort(values[order[:_MAX_BUCKETS]])
+    Tokens are the strings' ``g``-grams (characters for ``g = 1``); the ``max_buckets`` most frequent
+    keep their own count, the others share one, and count ranges wider than ``max_unary`` are
+    quantised upward: both can only raise the product, so the bound stays a lower bound.
+    """
+
+    def __init__(self, strings: Sequence[str], g: int = 1, max_buckets: int = _MAX_BUCKETS, max_unary: int = _MAX_UNARY) -> None:
+        self.g = g
+        tokens, _ = _grams(strings, g)
+        values, freq = np.unique(tokens, return_counts=True)
+        order = np.lexsort((values, -freq))  # most frequent first, ties by token: deterministic
+        kept = np.sort(values[order[:max_buckets]])
         self.kept = kept
         self.n_buckets = len(kept) + (1 if len(values) > len(kept) else 0)
-        other = len(kept) if self.n_buckets > len(kept) else -1
-        self.table = np.full(int(kept.max()) + 1 if kept.size else 1, other, dtype=np.int64)
-        self.table[kept] = np.arange(len(kept))
-        self.other = other
-        counts = self.counts(strings)
-        self.lo = counts.min(axis=0) if len(strings) else np.zeros(self.n_buckets, np.int64)
-        hi = counts.max(axis=0) if len(strings) else np.zeros(self.n_buckets, np.int64)
+        self.other = len(kept) if self.n_buckets > len(kept) else -1
+        lo = np.zeros(self.n_buckets, np.int64)
+        hi = np.zeros(self.n_buckets, np.int64)
+        for i, (a, b) in enumerate(_chunks(len(strings))):  # in row chunks: bounded memory
+            counts = self.counts(strings[a:b])
+            lo = counts.min(axis=0) if i == 0 else np.minimum(lo, counts.min(axis=0))
+            hi = counts.max(axis=0) if i == 0 else np.maximum(hi, counts.max(axis=0))
+        self.lo = lo
         span = hi - self.lo
-        self.step = np.maximum(1, -(-span // _MAX_UNARY))  # ceil(span / _MAX_UNARY)
+        self.step = np.maximum(1, -(-span // max_unary))  # ceil(span / max_unary)
         self.width = -(-span // self.step)
         self.offset = np.concatenate([[0], np.cumsum(self.width)]).astype(np.int64)
         self.dim = int(self.offset[-1])
@@ -94,12 +106,13 @@ class _CountEncoder:
         self.quantised = bool((self.step > 1).any())
 
     def counts(self, strings: Sequence[str]) -> np.ndarray:
-        """(n, n_buckets) character counts; characters outside the kept alphabet go to the last bucket or nowhere."""
+        """(n, n_buckets) token counts; tokens outside the kept ones go to the last bucket or nowhere."""
         n, nb = len(strings), self.n_buckets
-        codes, rows = _code_points(strings)
-        inside = codes < self.table.size
-        bucket = np.full(codes.size, self.other, dtype=np.int64)
-        bucket[inside] = self.table[codes[inside]]
+        tokens, rows = _grams(strings, self.g)
+        pos = np.searchsorted(self.kept, tokens)
+        found = pos < len(self.kept)
+        found[found] = self.kept[pos[found]] == tokens[found]
+        bucket = np.where(found, pos, self.other)
         keep = bucket >= 0
         width = max(nb, 1)
         flat = np.bincount(rows[keep] * width + bucket[keep], minlength=n * width)
@@ -126,6 +139,32 @@ class _CountEncoder:
         return codes, base
 
 
+class _GramBound:
+    """The fitted strings' side of the ``g``-gram count bound (module docstring, step 2)."""
+
+    def __init__(self, strings: Sequence[str], lengths: np.ndarray, encoder: _CountEncoder) -> None:
+        self.g = encoder.g
+        self.encoder = encoder
+        self.codes_t, self.base = _encode_reference(encoder, strings)
+        self.n_grams = np.maximum(lengths - (self.g - 1), 0).astype(np.float32)
+
+    def raw(self, queries: list[str], lq: np.ndarray) -> np.ndarray:
+        """``max(|G(q)|, |G(s)|) - sum_c min(n_c(q), n_c(s))`` (its relaxation) for every pair, float32."""
+        enc = self.encoder
+        codes, base = enc.encode(enc.counts(queries), query=True)
+        nq = np.maximum(lq - (self.g - 1), 0).astype(np.float32)
+        dev = device.current()
+        if dev is not None:  # the same values computed on the device (device.bag_bounds)
+            return device.bag_bounds(self, codes, self.codes_t, base, nq, self.n_grams, enc.quantised, dev)
+        lb = np.maximum(nq[:, None], self.n_grams[None, :])
+        if enc.dim:
+            lb -= codes @ self.codes_t
+        lb -= base.astype(np.float32)[:, None]
+        if enc.quantised:
+            np.maximum(lb, np.abs(nq[:, None] - self.n_grams[None, :]), out=lb)
+        return lb
+
+
 class LevenshteinIndex:
     """Exact nearest-string search under Levenshtein distance (see module docstring).
 
@@ -140,9 +179,10 @@ class LevenshteinIndex:
         working memory (~16 bytes per query x string pair) stays under 256 MB per worker.
     """
 
-    def __init__(self, n_jobs: int | None = 2, block_size: int = 64) -> None:
+    def __init__(self, n_jobs: int | None = 2, block_size: int = 64, memory_budget: int | None = None) -> None:
         self.n_jobs = n_jobs
         self.block_size = block_size
+        self.memory_budget = memory_budget
 
     def fit(self, strings: Sequence[str]) -> "LevenshteinIndex":
         """Index the strings searched (for LevAtt: the serialised synthetic rows)."""
@@ -152,6 +192,7 @@ class LevenshteinIndex:
         if any(len(s) >= 1 << 24 for s in strings):
             raise TabmemError("strings: strings of 2**24 characters or more are not supported")
         check_positive_int("LevenshteinIndex: block_size", self.block_size)
+        check_positive_int("LevenshteinIndex: memory_budget", self.memory_budget, allow_none=True)
         self.strings_ = strings
         self.array_ = np.array(strings, dtype=object)
         self.lengths_ = np.fromiter((len(s) for s in strings), dtype=np.int64, count=len(strings))
@@ -159,14 +200,17 @@ class LevenshteinIndex:
         for i, s in enumerate(strings):
             self.first_index_.setdefault(s, i)
         self.encoder_ = _CountEncoder(strings)
-        codes, self.base_ = self.encoder_.encode(self.encoder_.counts(strings), query=False)
-        self.codes_t_ = np.ascontiguousarray(codes.T)
+        self.codes_t_, self.base_ = _encode_reference(self.encoder_, strings)
         self._lengths_f32 = self.lengths_.astype(np.float32)
+        bigram_encoder = _CountEncoder(strings, 2, _BIGRAM_BUCKETS, _BIGRAM_UNARY)
+        small = 4 * bigram_encoder.dim * len(strings) <= _BIGRAM_MAX_BYTES
+        self.bigrams_ = _GramBound(strings, self.lengths_, bigram_encoder) if small else None
         return self
 
     # ------------------------------------------------------------------ query
-    def query(self, queries: Sequence[str]) -> LevenshteinResult:
-        """Exact ``min_s Lev(q, s)`` and an argmin for every query (deterministic, whatever ``n_jobs``)."""
+    def query(self, queries: Sequence[str], *, progress: Callable[[int], None] | None = None) -> LevenshteinResult:
+        """Exact ``min_s Lev(q, s)`` and an argmin for every query (deterministic, whatever ``n_jobs``,
+        the memory budget or the shards); ``progress(rows)`` is called as blocks of queries finish."""
         if not hasattr(self, "strings_"):
             raise TabmemError("LevenshteinIndex is not fitted: call fit(strings) first")
         queries = _as_str_list(queries, "queries")
@@ -175,18 +219,33 @@ class LevenshteinIndex:
             return LevenshteinResult(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0)
         if any(len(q) >= 1 << 24 for q in queries):
             raise TabmemError("queries: strings of 2**24 characters or more are not supported")
+        sharded = _sharded_query(self, queries, progress)
+        if sharded is not None:
+            return sharded
         jobs = resolve_n_jobs(self.n_jobs)
-        # bounded memory: a block holds ~16 bytes per (query, string) pair (bounds, LCS, temporaries)
-        step = int(max(1, min(self.block_size, _BLOCK_BYTES // (16 * len(self.strings_)))))
-        blocks = [(i, min(i + step, n)) for i in range(0, n, step)]
+        blocks = [(i, min(i + self.block_rows(jobs), n)) for i in range(0, n, self.block_rows(jobs))]
         small = n * len(self.strings_) < _PARALLEL_MIN_PAIRS
         if jobs == 1 or len(blocks) == 1 or small:
-            parts = [_search_block(self, queries[a:b]) for a, b in blocks]
+            parts = []
+            for a, b in blocks:
+                parts.append(_search_block(self, queries[a:b]))
+                if progress is not None:
+                    progress(b - a)
         else:
-            parts = _parallel(self, queries, blocks, jobs)
+            extra = {} if progress is None else {"progress": progress}
+            parts = _parallel(self, queries, blocks, jobs, **extra)
         dist = np.concatenate([p[0] for p in parts])
         idx = np.concatenate([p[1] for p in parts])
         return LevenshteinResult(dist, idx, int(sum(p[2] for p in parts)), n * len(self.strings_))
+
+    def block_rows(self, jobs: int = 1) -> int:
+        """Queries per block: ``block_size``, fewer when a block's working memory (:data:`_PAIR_BYTES` per
+        query x string pair) would exceed the memory budget (``memory_budget``, else the enclosing
+        :func:`~tabmem.neighbors.settings.working_memory`, over the ``jobs`` workers; without either,
+        :data:`_BLOCK_BYTES` each)."""
+        budget = self.memory_budget if self.memory_budget is not None else settings.current_memory()
+        per_worker = _BLOCK_BYTES if budget is None else budget // max(jobs, 1)
+        return int(max(1, min(self.block_size, per_worker // (_PAIR_BYTES * len(self.strings_)))))
 
     def lower_bounds(self, queries: Sequence[str]) -> np.ndarray:
         """The (|Q|, |S|) bag-distance lower bounds (for tests and diagnostics; dense, use on small inputs)."""
@@ -223,6 +282,30 @@ def _code_points(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return codes, rows
 
 
+def _chunks(n: int, rows: int = 8192) -> list[tuple[int, int]]:
+    return [(a, min(a + rows, n)) for a in range(0, n, rows)]
+
+
+def _encode_reference(encoder: _CountEncoder, strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The indexed strings' unary codes, transposed (dim, n) float32, and their constants, in row chunks."""
+    codes_t = np.empty((encoder.dim, len(strings)), dtype=np.float32)
+    base = np.empty(len(strings), dtype=np.int64)
+    for a, b in _chunks(len(strings)):
+        codes, base[a:b] = encoder.encode(encoder.counts(strings[a:b]), query=False)
+        codes_t[:, a:b] = codes.T
+    return codes_t, base
+
+
+def _grams(strings: Sequence[str], g: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every ``g``-gram (1 or 2) of every string as an int64 token, and the row it belongs to."""
+    codes, rows = _code_points(strings)
+    codes = codes.astype(np.int64)
+    if g == 1:
+        return codes, rows
+    inside = rows[:-1] == rows[1:]  # both characters in the same string
+    return (codes[:-1] * 0x110000 + codes[1:])[inside], rows[:-1][inside]
+
+
 # ---------------------------------------------------------------------- worker side
 def _search_block(index: LevenshteinIndex, queries: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
     n = len(queries)
@@ -239,14 +322,11 @@ def _search_block(index: LevenshteinIndex, queries: list[str]) -> tuple[np.ndarr
     if not todo:
         return dist, arg, 0
     todo_q = [queries[i] for i in todo]
-    lbs = index._bounds(todo_q)
-    strings, array = index.strings_, index.array_
-    # seeds: the few smallest bag bounds give each query a first upper bound
-    bests = np.empty(len(todo), dtype=np.int64)
-    best_js = np.empty(len(todo), dtype=np.int64)
-    seeds = []
+    lbs = _combined_bounds(index, todo_q)
+    strings, array, ls = index.strings_, index.array_, index._lengths_f32
     for row, q in enumerate(todo_q):
         lb = lbs[row]
+        # seeds: the few smallest bounds give the query a first upper bound
         k0 = min(8, lb.size)
         seed = np.argpartition(lb, k0 - 1)[:k0] if k0 < lb.size else np.arange(lb.size)
         seed = seed[np.argsort(lb[seed], kind="stable")]
@@ -258,32 +338,23 @@ def _search_block(index: LevenshteinIndex, queries: list[str]) -> tuple[np.ndarr
             n_exact += 1
             if best is None or d < best:
                 best, best_j = d, j
-        bests[row], best_js[row] = best, best_j
-        seeds.append(seed)
-    # far queries (many candidates under the bag bound): tighten with the LCS bound, one cdist call
-    n_cand = (lbs < bests[:, None]).sum(axis=1)
-    heavy = np.flatnonzero(n_cand > _LCS_MIN_CANDIDATES)
-    if heavy.size:
-        lcs = process.cdist([todo_q[r] for r in heavy], strings, scorer=LCSseq.similarity, dtype=np.int32)
-        lq = np.fromiter((len(todo_q[r]) for r in heavy), dtype=np.int64, count=heavy.size)
-        lcs_lb = np.maximum(lq[:, None].astype(np.float32), index._lengths_f32[None, :])
-        lcs_lb -= lcs
-        del lcs
-        np.maximum(lcs_lb, lbs[heavy], out=lcs_lb)
-        lbs[heavy] = lcs_lb
-        del lcs_lb
-    for row, i in enumerate(todo):
-        q = queries[i]
-        lb = lbs[row]
-        seed = seeds[row]
-        best, best_j = int(bests[row]), int(best_js[row])
+        assert best is not None
         if best > 0:
             mask = lb < best
             mask[seed] = False
             cand = np.flatnonzero(mask)
+            if cand.size > _LCS_MIN_CANDIDATES:  # many left: tighten them with the LCS bound (step 3)
+                lcs = process.cdist([q], array[cand].tolist(), scorer=LCSseq.similarity, dtype=np.int32)[0]
+                tight = np.maximum(np.float32(len(q)), ls[cand]) - lcs
+                np.maximum(lb[cand], tight, out=tight)
+                keep = tight < best
+                cand, lb = cand[keep], None
+                bounds_c = tight[keep]
+            else:
+                bounds_c = lb[cand]
             if cand.size:
-                order = cand[np.argsort(lb[cand], kind="stable")]
-                bounds = lb[order]
+                order_c = np.argsort(bounds_c, kind="stable")
+                order, bounds = cand[order_c], bounds_c[order_c]
                 start = 0
                 chunk = 64
                 while start < order.size and bounds[start] < best:
@@ -297,8 +368,22 @@ def _search_block(index: LevenshteinIndex, queries: list[str]) -> tuple[np.ndarr
                             break
                     start = stop
                     chunk = min(chunk * 2, 8192)
-        dist[i], arg[i] = best, best_j
+        dist[todo[row]], arg[todo[row]] = best, best_j
     return dist, arg, n_exact
+
+
+def _combined_bounds(index: LevenshteinIndex, queries: list[str]) -> np.ndarray:
+    """The larger of the bag bound and the bigram bound ``ceil(raw / 2)`` for every pair (float32, exact integers)."""
+    lbs = index._bounds(queries)
+    bigrams = getattr(index, "bigrams_", None)
+    if bigrams is not None and bigrams.encoder.n_buckets:
+        lq = np.fromiter((len(q) for q in queries), dtype=np.float32, count=len(queries))
+        raw = bigrams.raw(queries, lq)
+        raw *= 0.5
+        np.ceil(raw, out=raw)
+        np.maximum(lbs, raw, out=lbs)
+        del raw
+    return lbs
 
 
 _WORKER_INDEX: LevenshteinIndex | None = None
@@ -322,7 +407,13 @@ def _worker_run(queries: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
     return _search_block(_WORKER_INDEX, queries)
 
 
-def _parallel(index: LevenshteinIndex, queries: list[str], blocks: list[tuple[int, int]], jobs: int):
+def _parallel(
+    index: LevenshteinIndex,
+    queries: list[str],
+    blocks: list[tuple[int, int]],
+    jobs: int,
+    progress: Callable[[int], None] | None = None,
+):
     global _WORKER_INDEX
     if sys.platform.startswith("linux"):
         ctx = mp.get_context("fork")
@@ -335,9 +426,55 @@ def _parallel(index: LevenshteinIndex, queries: list[str], blocks: list[tuple[in
         with ProcessPoolExecutor(
             max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(init_arg,)
         ) as ex:
-            return list(ex.map(_worker_run, [queries[a:b] for a, b in blocks]))
+            parts = []
+            for (a, b), part in zip(blocks, ex.map(_worker_run, [queries[a:b] for a, b in blocks])):
+                parts.append(part)
+                if progress is not None:
+                    progress(b - a)
+            return parts
     finally:
         _WORKER_INDEX = None
+
+
+# ---------------------------------------------------------------------- sharded over the executor
+def _sharded_query(
+    index: LevenshteinIndex, queries: list[str], progress: Callable[[int], None] | None
+) -> LevenshteinResult | None:
+    """The query split over the active sharding (:mod:`tabmem.neighbors.shards`), else ``None``.
+
+    Every query's answer depends on that query and the indexed strings only, so the merged result
+    is the in-process one, bit for bit (``n_exact`` included)."""
+    plan = active_sharding()
+    if plan is None:
+        return None
+    bounds = shard_bounds(len(queries), len(index.strings_), plan.shards)
+    if len(bounds) < 2:
+        return None
+    if device.current() is not None:
+        raise TabmemError(DEVICE_NOT_SHARDED)
+    shipped = copy.copy(index)  # the fitted index as it is: one thread count per task
+    shipped.n_jobs = plan.threads
+    if shipped.memory_budget is None:  # the context does not travel with the task: its budget does
+        shipped.memory_budget = settings.current_memory()
+    dist = np.empty(len(queries), dtype=np.int64)
+    idx = np.empty(len(queries), dtype=np.int64)
+    n_exact = [0]
+
+    def done(i: int, found: LevenshteinResult) -> None:
+        start, stop = bounds[i]
+        dist[start:stop], idx[start:stop] = found.distance, found.index
+        n_exact[0] += found.n_exact
+        if progress is not None:
+            progress(stop - start)
+
+    plan.run(functools.partial(_query_shard, shipped), [queries[a:b] for a, b in bounds], done)
+    return LevenshteinResult(dist, idx, n_exact[0], len(queries) * len(index.strings_))
+
+
+def _query_shard(index: LevenshteinIndex, queries: list[str]) -> LevenshteinResult:
+    """One task: the ordinary (unsharded) query."""
+    with sharding(None):
+        return index.query(queries)
 
 
 def _as_str_list(strings: Sequence[str], name: str) -> list[str]:
