@@ -20,7 +20,11 @@ KDE exactly as ``scipy.stats.gaussian_kde``: kernel covariance = the data covari
 Silverman for ``density`` (the paper's code), Scott for ``domias`` (DOMIAS' code). Directions
 with zero variance (constant or collinear features) are projected out before the KDE (scipy
 raises on a singular covariance); the density is then that of the remaining subspace.
-Evaluation is blocked and exact in float64: squared Mahalanobis distances by BLAS, log-sum-exp.
+Evaluation is blocked and exact in float64: squared Mahalanobis distances by BLAS, log-sum-exp;
+no query x data matrix is ever whole: a block holds 4M cells, or what the enclosing
+:func:`~tabmem.neighbors.settings.working_memory` allows (``tabmem attack --memory-gb``). Another
+block size gives the same numbers up to the last bits (BLAS picks its kernel by the block's shape:
+relative differences near 1e-15); the same settings give the same bytes.
 
 Extreme magnitudes: the standardisation's mean and standard deviation are computed without
 overflow (each column divided by a power of two near its largest magnitude first, which is
@@ -42,8 +46,10 @@ from tabmem.attacks.base import Attack, register_attack
 from tabmem.data.encoding import TableEncoder
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
+from tabmem.neighbors.settings import current_memory
 
-_BLOCK_CELLS = 4_000_000  # query x data cells per block (32 MB of float64)
+_BLOCK_CELLS = 4_000_000  # query x data cells per block without a memory budget (32 MB of float64)
+_CELL_BYTES = 40  # working memory per query x data cell of a block: the distances and logsumexp's temporaries
 
 
 class GaussianKDE:
@@ -87,7 +93,7 @@ class GaussianKDE:
         zq[far] = 0.0
         q_sq[far] = 0.0
         out = np.empty(len(p))
-        step = max(1, _BLOCK_CELLS // max(self.n_, 1))
+        step = self.block_rows()
         for a in range(0, len(p), step):
             b = min(a + step, len(p))
             d2 = q_sq[a:b, None] + self.z_sq_[None, :] - 2.0 * (zq[a:b] @ self.z_.T)
@@ -96,6 +102,13 @@ class GaussianKDE:
         out = out - self.log_norm_
         out[far] = -np.inf
         return out
+
+    def block_rows(self) -> int:
+        """Query rows per block: :data:`_BLOCK_CELLS` cells, or as many as the enclosing
+        :func:`~tabmem.neighbors.settings.working_memory` holds at :data:`_CELL_BYTES` a cell (at least one row)."""
+        budget = current_memory()
+        cells = _BLOCK_CELLS if budget is None else budget // _CELL_BYTES
+        return max(1, cells // max(self.n_, 1))
 
 
 def _factor(bandwidth: str | float, n: int, d: int) -> float:

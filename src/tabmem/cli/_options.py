@@ -66,6 +66,7 @@ __all__ = [
     "MEMORY_GB",
     "mle_grid_option",
     "model_option",
+    "memory_gb_option",
     "n_jobs_option",
     "NJOBS",
     "out_dir_option",
@@ -197,6 +198,11 @@ def choice_option(
 def seed_option(help: str) -> Callable[[Callable], Callable]:
     """``--seed`` (a non-negative integer, default 0): same seed, same output."""
     return count_option("--seed", help, default=0, min=0)
+
+
+def memory_gb_option(help: str, default: float | None = None) -> Callable[[Callable], Callable]:
+    """``--memory-gb``: a working-memory budget in GiB (:data:`MEMORY_GB`)."""
+    return click.option("--memory-gb", type=MEMORY_GB, default=default, show_default=_show(default), help=help)
 
 
 def threads_option(what: str) -> Callable[[Callable], Callable]:

@@ -31,6 +31,7 @@ from tabmem.cli._options import (
     file_option,
     generator_params,
     infer_schema,
+    memory_gb_option,
     model_option,
     n_jobs_option,
     out_dir_option,
@@ -100,6 +101,10 @@ if TYPE_CHECKING:
 )
 @address_option("Ray cluster the shadows train on (auto, or ray://host:port); default: start a local one.")
 @shards_option()
+@memory_gb_option(
+    "Working memory of LevAtt's edit-distance search and the density attacks' KDE blocks, all workers "
+    "together (GiB; default: 256 MiB a search worker, 32 MB a KDE block). The results do not depend on it."
+)
 @threads_option("BLAS threads of the density estimates; torch threads per shadow (shared among --jobs)")
 @choice_option(
     "--population-overlap",
@@ -157,12 +162,14 @@ def attack(
     confidence: float,
     out_dir: str,
     device: str,
+    memory_gb: float | None,
     **options: Any,
 ) -> None:
     """Membership inference: can the synthetic table (and shadow generators) tell who was in the training data?"""
     from rich.console import Console
 
     from tabmem._checks import limit_threads, resolve_n_jobs, threads_per_worker
+    from tabmem.cli.audit import progress_bar
     from tabmem.neighbors.device import use_device
     from tabmem.runs.attack import attack_to_dir
     from tabmem.runs.pool import check_pool
@@ -206,6 +213,8 @@ def attack(
             seed=seed,
             progress=lambda line: console.print(f"[dim]{line}[/dim]"),
             shards=options["shards"],
+            memory_budget=None if memory_gb is None else int(memory_gb * 2**30),
+            search_progress_bar=lambda rows, n: progress_bar(console, rows, n, "LevAtt edit distances"),
         )
     _print_summary(console, summary, out)
 

@@ -60,7 +60,9 @@ class RowsPerSecond(ProgressColumn):
 
 
 @contextlib.contextmanager
-def progress_bar(console: Console, total_rows: int, n_train: int) -> Iterator[Callable[[int], None] | None]:
+def progress_bar(
+    console: Console, total_rows: int, n_train: int, description: str = "nearest neighbours"
+) -> Iterator[Callable[[int], None] | None]:
     """A progress bar of the neighbour search (its per-rows callback) when the job is large, else ``None``."""
     if float(total_rows) * n_train < PROGRESS_MIN_CELLS or not console.is_terminal:
         yield None
@@ -75,7 +77,7 @@ def progress_bar(console: Console, total_rows: int, n_train: int) -> Iterator[Ca
         console=console,
         transient=True,
     ) as progress:
-        task = progress.add_task("nearest neighbours", total=total_rows)
+        task = progress.add_task(description, total=total_rows)
         yield lambda n: progress.advance(task, n)
 
 

@@ -81,7 +81,9 @@ class _CountEncoder:
     quantised upward: both can only raise the product, so the bound stays a lower bound.
     """
 
-    def __init__(self, strings: Sequence[str], g: int = 1, max_buckets: int = _MAX_BUCKETS, max_unary: int = _MAX_UNARY) -> None:
+    def __init__(
+        self, strings: Sequence[str], g: int = 1, max_buckets: int = _MAX_BUCKETS, max_unary: int = _MAX_UNARY
+    ) -> None:
         self.g = g
         tokens, _ = _grams(strings, g)
         values, freq = np.unique(tokens, return_counts=True)

@@ -38,6 +38,7 @@ from tabmem.attacks.summary import AttackSummary, PrivacyHeadline
 from tabmem.data.schema import Schema, ValidatedTable, concat_validated, validate
 from tabmem.errors import ParameterError, TabmemError, name_setting
 from tabmem.neighbors.distances import DEFAULT_DISTANCE
+from tabmem.neighbors.settings import ProgressFactory, search_progress, working_memory
 from tabmem.runs.protocol import ATTACK_RUN, RunDirectory
 from tabmem.runs.searches import sharded_searches
 
@@ -123,6 +124,8 @@ def attack_to_dir(
     progress: Callable[[str], None] | None = None,
     on_report: Callable[[AttackReport], None] | None = None,
     shards: int | None = None,
+    memory_budget: int | None = None,
+    search_progress_bar: ProgressFactory | None = None,
     **shadow_keywords: Any,
 ) -> AttackSummary:
     """Run ``attacks`` on (members, non-members, synthetic) into ``out_dir`` (layout in the module docstring).
@@ -138,7 +141,11 @@ def attack_to_dir(
     what ``summary.json`` holds), ``on_report`` gets the :class:`AttackReport`. The large neighbour
     searches (DCR's, MC's ε, the ledger's replica counts) run sharded, in at most ``shards`` shards,
     on the shadows' executor: ``jobs`` worker processes, or on Ray every shard at once
-    (:func:`tabmem.runs.searches.sharded_searches`); the files do not depend on it.
+    (:func:`tabmem.runs.searches.sharded_searches`); the files do not depend on it. ``memory_budget``
+    (bytes, all workers together) bounds the blocks of LevAtt's edit-distance search and of the density
+    attacks' KDE (:func:`tabmem.neighbors.settings.working_memory`; ``None``: their defaults);
+    ``search_progress_bar(rows, synthetic_rows)`` opens the progress display of LevAtt's search. Neither
+    changes the files.
     """
     attacks = check_attack_names(attacks)
     config = _shadow_config(shadows, shadow_keywords)
@@ -146,7 +153,9 @@ def attack_to_dir(
     claim = _claim(config, confidence, claimed_epsilon, claimed_delta)
     jobs = config.jobs if config.executor == "local" else None  # Ray: every shard at once, placed by its CPUs
     searches = sharded_searches(config.executor, jobs=jobs, address=config.address, shards=shards)
-    with RunDirectory(out_dir, ATTACK_RUN).lock() as run, searches:
+    check_positive_int("memory_budget", memory_budget, allow_none=True)
+    bounded, shown = working_memory(memory_budget), search_progress(search_progress_bar)
+    with RunDirectory(out_dir, ATTACK_RUN).lock() as run, searches, bounded, shown:
         tables = _validate(members, non_members, synthetic, population, schema, nan=nan, extra=extra)
         shadow_set = _shadow_stage(tables, schema, run.path / "shadows", attacks, config, seed, progress)
         delta = _delta(delta, claim, len(tables.members))
