@@ -3,7 +3,8 @@
 ``with sharded_searches("ray", address=...)`` opens the pool once (:func:`~tabmem.runs.pool.pool_session`)
 and, inside the block, splits every large :meth:`~tabmem.neighbors.NeighborIndex.kneighbors` call
 into shards run by :func:`~tabmem.runs.pool.run_pool` (:mod:`tabmem.neighbors.shards`: each task
-gets the fitted index and its query rows, and searches every reference row). The merged result is
+gets the fitted index and its query rows, and searches every reference row), and so does LevAtt's
+edit-distance search (:meth:`~tabmem.neighbors.levenshtein.LevenshteinIndex.query`: its target strings). The merged result is
 the in-process result, bit for bit. What runs where:
 
 * ``executor="local"``, ``jobs`` 1 or ``None`` and no ``shards``: nothing changes (the search in this process);
