@@ -21,8 +21,8 @@ Silverman for ``density`` (the paper's code), Scott for ``domias`` (DOMIAS' code
 with zero variance (constant or collinear features) are projected out before the KDE (scipy
 raises on a singular covariance); the density is then that of the remaining subspace.
 Evaluation is blocked and exact in float64: squared Mahalanobis distances by BLAS, log-sum-exp;
-no query x data matrix is ever whole: a block holds 4M cells, or what the enclosing
-:func:`~tabmem.neighbors.settings.working_memory` allows (``tabmem attack --memory-gb``). Another
+no query x data matrix is ever whole: a block holds 4M cells, or fewer when the enclosing
+:func:`~tabmem.neighbors.settings.working_memory` allows less (``tabmem attack --memory-gb``). Another
 block size gives the same numbers up to the last bits (BLAS picks its kernel by the block's shape:
 relative differences near 1e-15); the same settings give the same bytes.
 
@@ -115,10 +115,11 @@ class GaussianKDE:
         return out
 
     def block_rows(self) -> int:
-        """Query rows per block: :data:`_BLOCK_CELLS` cells, or as many as the enclosing
-        :func:`~tabmem.neighbors.settings.working_memory` holds at :data:`_CELL_BYTES` a cell (at least one row)."""
+        """Query rows per block: :data:`_BLOCK_CELLS` cells, fewer when the enclosing
+        :func:`~tabmem.neighbors.settings.working_memory` holds less at :data:`_CELL_BYTES` a cell (at least one row)."""
         budget = current_memory()
-        cells = _BLOCK_CELLS if budget is None else budget // _CELL_BYTES
+        # a budget only shrinks the blocks: larger ones are no faster (and fault in fresh pages each time)
+        cells = _BLOCK_CELLS if budget is None else min(_BLOCK_CELLS, budget // _CELL_BYTES)
         return max(1, cells // max(self.n_, 1))
 
 
