@@ -103,7 +103,7 @@ if TYPE_CHECKING:
 @shards_option()
 @memory_gb_option(
     "Working memory of LevAtt's edit-distance search and the density attacks' KDE blocks, all workers "
-    "together (GiB; default: 256 MiB a search worker, 32 MB a KDE block). The results do not depend on it."
+    "together (GiB; default: 256 MiB a search worker; KDE blocks never exceed 4M cells, about 100 MB)."
 )
 @threads_option("BLAS threads of the density estimates; torch threads per shadow (shared among --jobs)")
 @choice_option(
