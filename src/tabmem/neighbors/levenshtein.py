@@ -329,6 +329,7 @@ def _grams(strings: Sequence[str], g: int) -> tuple[np.ndarray, np.ndarray]:
 
 # ---------------------------------------------------------------------- worker side
 def _search_block(index: LevenshteinIndex, queries: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Steps 1-4 of the module docstring for one block of queries: (distances, argmins, exact evaluations)."""
     n = len(queries)
     dist = np.empty(n, dtype=np.int64)
     arg = np.empty(n, dtype=np.int64)
@@ -369,8 +370,7 @@ def _search_block(index: LevenshteinIndex, queries: list[str]) -> tuple[np.ndarr
                 tight = np.maximum(np.float32(len(q)), ls[cand]) - lcs
                 np.maximum(lb[cand], tight, out=tight)
                 keep = tight < best
-                cand, lb = cand[keep], None
-                bounds_c = tight[keep]
+                cand, bounds_c = cand[keep], tight[keep]
             else:
                 bounds_c = lb[cand]
             if cand.size:
