@@ -8,6 +8,7 @@ import pytest
 
 from study_fixtures import BASE
 from tabmem.errors import ParameterError
+from tabmem.report import write_report
 from tabmem.studies.runner import run_study
 from tabmem.studies.store import load_results
 from tabmem.studies.study import load_study
@@ -43,6 +44,11 @@ def test_dpsgd_arm_trains_privately_and_records_the_budget(write_study, tmp_path
     spent = df[(df.mitigation == "dp5") & (df.metric == "dp_epsilon_spent")]
     assert spent.value.item() == pytest.approx(summary["dp_epsilon_spent"])
     assert len(df[(df.mitigation == "dp5") & (df.metric == "excess_memorization")]) == 1
+    # the report's frontier by arm names both arms and says the study measured no quality
+    html = write_report(out).read_text()
+    fig = html[html.index('aria-label="Frontier by mitigation') :]
+    fig = fig[: fig.index("</svg>")]
+    assert "none, dp5" in fig[: fig.index(">")] and "<!-- quality (metrics: shape) -->" in fig
 
 
 @pytest.mark.parametrize(
