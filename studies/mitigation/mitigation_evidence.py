@@ -34,7 +34,8 @@ scratch for the full schedule, each judged by :func:`tabmem.runs.dynamiccut.eval
   10% at weight 0.1 (``step``) / the top 30% or 50% at a weight rising linearly with the rank from
   0 to 1 (``linear``); the ranking is ``none``'s intensity ranking at epochs <= ``--warmup``, which
   is the dc10 warm-up ranking itself (same seed, same first epochs), so no second warm-up is trained.
-* ``dp1``, ``dp10``  DP-SGD (issue 25's reference point): the generator trained with ``dp_epsilon`` 1 / 10
+* ``dp1``, ``dp10``  DP-SGD (issue 25's reference point; ``dp1000``: the same with almost no noise, a
+  diagnostic): the generator trained with ``dp_epsilon`` 1 / 10
   (opacus; delta 1/(10n)) for ``--dp-epochs`` epochs (default ``--epochs``), untracked; judged like every arm
   plus ``--samples - 1`` more samples (eval_k.json).
 
@@ -64,8 +65,9 @@ import pandas as pd
 #: reweighting arms: (fraction of top records, weight of the top record, shape)
 REWEIGHT_ARMS = {"rw10": (0.10, 0.1, "step"), "rwl30": (0.30, 0.0, "linear"), "rwl50": (0.50, 0.0, "linear")}
 
-#: DP-SGD arms: target epsilon (delta: the generator's default 1/(10n))
-DP_ARMS = {"dp1": 1.0, "dp10": 10.0}
+#: DP-SGD arms: target epsilon (delta: the generator's default 1/(10n)); dp1000 is a diagnostic (clipping,
+#: almost no noise: what the clipping and Poisson sampling alone cost)
+DP_ARMS = {"dp1": 1.0, "dp10": 10.0, "dp1000": 1000.0}
 
 AUG_ARMS = {
     "tcm30": ("tabcutmix", {}),
