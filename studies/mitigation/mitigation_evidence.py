@@ -34,6 +34,10 @@ scratch for the full schedule, each judged by :func:`tabmem.runs.dynamiccut.eval
   10% at weight 0.1 (``step``) / the top 30% or 50% at a weight rising linearly with the rank from
   0 to 1 (``linear``); the ranking is ``none``'s intensity ranking at epochs <= ``--warmup``, which
   is the dc10 warm-up ranking itself (same seed, same first epochs), so no second warm-up is trained.
+* ``dp1``, ``dp10``  DP-SGD (issue 25's reference point; ``dp1000``: the same with almost no noise, a
+  diagnostic): the generator trained with ``dp_epsilon`` 1 / 10
+  (opacus; delta 1/(10n)) for ``--dp-epochs`` epochs (default ``--epochs``), untracked; judged like every arm
+  plus ``--samples - 1`` more samples (eval_k.json).
 
 Every arm's eval.json also holds the DCR attack (``dcr``: l2 distance to the closest synthetic row of
 the same sample; members = the 1,000 training rows, non-members = the holdout): AUC and its bootstrap
@@ -60,6 +64,10 @@ import pandas as pd
 
 #: reweighting arms: (fraction of top records, weight of the top record, shape)
 REWEIGHT_ARMS = {"rw10": (0.10, 0.1, "step"), "rwl30": (0.30, 0.0, "linear"), "rwl50": (0.50, 0.0, "linear")}
+
+#: DP-SGD arms: target epsilon (delta: the generator's default 1/(10n)); dp1000 is a diagnostic (clipping,
+#: almost no noise: what the clipping and Poisson sampling alone cost)
+DP_ARMS = {"dp1": 1.0, "dp10": 10.0, "dp1000": 1000.0}
 
 AUG_ARMS = {
     "tcm30": ("tabcutmix", {}),
@@ -415,6 +423,13 @@ def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
         rank_records(model_dir, "intensity", top_k=args.top_k, warmup_epochs=args.warmup, random_state=seed).save(
             run / "intensity_ranking.csv"
         )
+    elif arm in DP_ARMS:
+        model_dir = run / "train"
+        if not (model_dir / "summary.json").is_file():
+            dp = {**params, "epochs": args.dp_epochs or args.epochs, "dp_epsilon": DP_ARMS[arm]}
+            train_to_dir(train, schema, model_dir, **{**common, "params": dp}, track_every=0, holdout=hold,
+                         evidence=False, resume=(model_dir / "config.json").is_file())  # fmt: skip
+        write_json(run / "eval_k.json", more_samples(model_dir, train, hold, schema, seed, args.samples - 1))
     elif arm in AUG_ARMS:
         method, p = AUG_ARMS[arm]
         model_dir = run / "train"
@@ -519,7 +534,7 @@ def report(out: Path, use_k: bool = False) -> None:
                     "excess": d["excess_memorization"], "vs_pruned": d.get("memorization_rate_vs_pruned"),
                     "replicas_of_pruned": d.get("replicas_of_pruned_records"),
                     "shape": q.get("shape"), "trend": q.get("trend"), "mle": q.get("mle"),
-                    "wall_s": r.get("wall_seconds"), "dcr_auc": (r.get("dcr") or {}).get("auc"),
+                    "wall_s": r.get("wall_seconds"), "dcr_auc": (r.get("dcr") or r.get("attack") or {}).get("auc"),
                 }
             )  # fmt: skip
     df = pd.DataFrame(rows)
@@ -527,7 +542,7 @@ def report(out: Path, use_k: bool = False) -> None:
         print("no finished runs")
         return
     order = ["none", "mstop", "random10", "dc10", "count10", "tcm30", "dcm", "smote30", "tcmp30", "mixup30", "ijf30",
-             *REWEIGHT_ARMS]  # fmt: skip
+             *REWEIGHT_ARMS, *DP_ARMS]  # fmt: skip
     for (tag, model, distance), g in df.groupby(["tag", "model", "distance"], sort=False):
         print(f"\n### {tag} / {model} / {distance}\n")
         print(
@@ -749,7 +764,8 @@ def main() -> None:
     ap.add_argument("--stop-excess", type=float, default=0.05, help="mstop: largest excess upper bound (fraction)")
     ap.add_argument("--quality-floor", type=float, default=None, help="mstop: smallest tracked Shape")
     ap.add_argument("--choose", default="last", help="mstop: last or best-quality")
-    ap.add_argument("--samples", type=int, default=5, help="mstop: samples per judged model (eval_k.json)")
+    ap.add_argument("--samples", type=int, default=5, help="mstop, dp*: samples per judged model (eval_k.json)")
+    ap.add_argument("--dp-epochs", type=int, default=None, help="dp*: epochs of the DP arms (default --epochs)")
     ap.add_argument(
         "--data-dir",
         default=default_data_dir(),

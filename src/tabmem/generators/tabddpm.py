@@ -24,6 +24,13 @@ Documented differences from the reference code: one epoch is one shuffled pass o
 training rows (the reference counts optimizer steps); integer training columns are rounded
 back (the reference rounds integer-valued columns with <= 32 values to the nearest training
 value); the final weights are used (the reference keeps the lowest-batch-loss checkpoint).
+
+DP-SGD (``dp_epsilon``; :mod:`tabmem.generators._dp`, opacus): every layer of the denoiser is a
+``Linear`` (opacus computes their per-sample gradients; there is no normalisation layer to replace),
+the diffusion loss is a mean of per-row losses, each row draws its own timestep and noise. Batches are
+Poisson samples (rate ``1 / ceil(n / batch_size)``), per-row gradients are clipped to
+``dp_max_grad_norm`` and noised for ``(dp_epsilon, dp_delta)`` over ``epochs``; the learning-rate decay
+and the optimizer are unchanged. Not with ``sample_weight``. ``privacy_spent_`` is opacus' accountant.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from sklearn.preprocessing import QuantileTransformer
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.generators._diffusion import MixedDiffusion, MLPDenoiser
+from tabmem.generators._dp import PrivateSGD, check_dp_params, spent_from_state
 from tabmem.generators.base import TabularGenerator, register_generator
 
 PAPER_LR = 0.001809824563637657
@@ -86,6 +94,9 @@ class TabDDPM(TabularGenerator):
         dropout: float = 0.0,
         cat_input: str = "log_onehot",
         clip_denoised: bool = False,
+        dp_epsilon: float | None = None,
+        dp_delta: float | None = None,
+        dp_max_grad_norm: float = 1.0,
         random_state: int | None = None,
         device: str = "auto",
     ):
@@ -99,6 +110,9 @@ class TabDDPM(TabularGenerator):
         self.dropout = dropout
         self.cat_input = cat_input
         self.clip_denoised = clip_denoised
+        self.dp_epsilon = dp_epsilon
+        self.dp_delta = dp_delta
+        self.dp_max_grad_norm = dp_max_grad_norm
         self.random_state = random_state
         self.device = device
 
@@ -121,6 +135,7 @@ class TabDDPM(TabularGenerator):
             raise TabmemError(
                 f"TabDDPM: need weight_decay >= 0 and 0 <= dropout < 1, got {self.weight_decay!r}, {self.dropout!r}"
             )
+        check_dp_params("TabDDPM", self.dp_epsilon, self.dp_delta, self.dp_max_grad_norm)
 
     def _build(self, train_clean: pd.DataFrame, schema: Schema) -> None:
         self._check_params()
@@ -154,35 +169,66 @@ class TabDDPM(TabularGenerator):
         )
         self.steps_per_epoch_ = -(-n // int(self.batch_size))
         self.step_ = 0
+        self.dp_ = None
+        if self.dp_epsilon is not None and getattr(self, "_train_clean", None) is not None:  # not on load()
+            if self._weights is not None:
+                raise TabmemError("sample_weight: per-record weights are not supported with DP training (dp_epsilon)")
+            self.dp_ = PrivateSGD(
+                self.model_, self.optimizer_, n=n, batch_size=int(self.batch_size), epochs=int(self.epochs),
+                epsilon=float(self.dp_epsilon), delta=self.dp_delta, max_grad_norm=float(self.dp_max_grad_norm),
+                generator=self.torch_generator_,
+            )  # fmt: skip
+
+    @property
+    def privacy_spent_(self) -> tuple[float, float] | None:
+        """``(epsilon, delta)`` spent so far by DP-SGD (``None`` without DP)."""
+        dp = getattr(self, "dp_", None)
+        if dp is not None:
+            return dp.spent()
+        restored = getattr(self, "dp_restored_", None)
+        return None if restored is None else spent_from_state(restored)
 
     def _torch_modules(self) -> list[torch.nn.Module]:
         return [self.model_, self.diffusion_]
 
     # -------------------------------------------------------------- training
-    def _train_epoch(self, epoch: int) -> dict[str, float]:
-        n = self._x_num.shape[0]
-        total_steps = self.steps_per_epoch_ * int(self.epochs)
+    def _batches(self) -> Any:
+        """One epoch's row indices: a shuffled partition, or Poisson samples under DP."""
+        if self.dp_ is not None:
+            yield from (idx.to(self.device_) for idx in self.dp_.batches())
+            return
+        n, bs = self._x_num.shape[0], int(self.batch_size)
         perm = torch.randperm(n, generator=self.torch_generator_, device=self.device_)
-        sums = torch.zeros(2, dtype=torch.float64)
-        bs = int(self.batch_size)
         for start in range(0, n, bs):
-            idx = perm[start : start + bs]
+            yield perm[start : start + bs]
+
+    def _train_epoch(self, epoch: int) -> dict[str, float]:
+        total_steps = self.steps_per_epoch_ * int(self.epochs)
+        sums = torch.zeros(2, dtype=torch.float64)
+        model, optimizer = (self.model_, self.optimizer_) if self.dp_ is None else (self.dp_.module, self.dp_.optimizer)
+        seen = 0
+        lr = float(self.lr) * max(0.0, 1.0 - self.step_ / total_steps)
+        for idx in self._batches():
             lr = float(self.lr) * max(0.0, 1.0 - self.step_ / total_steps)  # linear decay (TabDDPM _anneal_lr)
             for group in self.optimizer_.param_groups:
                 group["lr"] = lr
-            batch = (self.model_, self._x_num[idx], self._x_codes[idx], self.torch_generator_)
+            batch = (model, self._x_num[idx], self._x_codes[idx], self.torch_generator_)
             if self._weights is None:
                 loss_multi, loss_gauss = self.diffusion_.loss(*batch)
             else:
                 loss_multi, loss_gauss = self.diffusion_.loss(*batch, weight=self._weights[idx])
             loss = loss_multi + loss_gauss
-            self.optimizer_.zero_grad(set_to_none=True)
+            optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            self.optimizer_.step()
+            optimizer.step()
             self.step_ += 1
             sums += torch.tensor([loss_multi.item(), loss_gauss.item()], dtype=torch.float64) * len(idx)
-        mloss, gloss = (sums / n).tolist()
-        return {"loss": mloss + gloss, "loss_multinomial": mloss, "loss_gaussian": gloss, "lr": lr}
+            seen += len(idx)
+        mloss, gloss = (sums / max(seen, 1)).tolist()
+        logs = {"loss": mloss + gloss, "loss_multinomial": mloss, "loss_gaussian": gloss, "lr": lr}
+        if self.dp_ is not None:
+            logs["dp_epsilon"] = self.dp_.spent()[0]
+        return logs
 
     # --------------------------------------------------------------- sampling
     def _sample_clean(self, n: int, generator: torch.Generator) -> pd.DataFrame:
@@ -206,6 +252,8 @@ class TabDDPM(TabularGenerator):
             "optimizer": self.optimizer_.state_dict(),
             "step": self.step_,
         }
+        if getattr(self, "dp_", None) is not None:
+            state["dp"] = self.dp_.state_dict()
         if self.quantile_ is not None:
             state["quantile"] = {
                 "quantiles": torch.as_tensor(self.quantile_.quantiles_),
@@ -217,6 +265,10 @@ class TabDDPM(TabularGenerator):
         self.model_.load_state_dict(state["model"])
         self.optimizer_.load_state_dict(state["optimizer"])
         self.step_ = int(state["step"])
+        if "dp" in state and self.dp_ is not None:
+            self.dp_.load_state_dict(state["dp"])
+        elif "dp" in state:
+            self.dp_restored_ = dict(state["dp"])
         if self.quantile_ is not None:
             q = state["quantile"]
             self.quantile_.quantiles_ = q["quantiles"].numpy().copy()

@@ -39,6 +39,7 @@ __all__ = [
     "distance_figure",
     "shape_figure",
     "frontier_figure",
+    "arms_frontier_figure",
     "distance_histogram",
     "evidence_figure",
 ]
@@ -587,6 +588,96 @@ def frontier_figure(cells: Sequence[Cell], labels: Sequence[str], colour_by: str
         handles = [Line2D([], [], marker="o", ls="", color=colour[g], label=g or "-") for g in groups]
         fig.legend(handles=handles, title=colour_by, loc="outside right upper")
     return to_svg(fig, "Privacy-utility frontier across cells")
+
+
+def _mean_interval(values: list[float]) -> tuple[float, float | None]:
+    """Mean and 95% t half-width over seeds (None for one value)."""
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2:
+        return float(v.mean()), None
+    return float(v.mean()), float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+
+
+def _arm_values(cells: Sequence[Cell]) -> dict[str, list[float]]:
+    """Per metric of the frontier, the finite values of these cells (one per seed)."""
+    from tabmem.report.verdict import strongest_attack
+
+    out: dict[str, list[float]] = {"excess": [], "auc": [], "shape": [], "mle": []}
+    for c in cells:
+        ex = finite(c.audit.get(EXCESS_MEMORIZATION)) if c.audit is not None else None
+        best = strongest_attack(c.attacks)
+        auc = finite(best[1].get("auc")) if best else None
+        for key, v in (("excess", None if ex is None else 100 * ex), ("auc", auc)):
+            if v is not None:
+                out[key].append(v)
+        for key in ("shape", "mle"):
+            v = c.quality.value(key) if c.quality is not None else None
+            if v is not None and finite(v) is not None:
+                out[key].append(100 * v)
+    return out
+
+
+ARM_Y = {"excess": ("excess memorization (points)", "audit"), "auc": ("strongest attack AUC", "attack")}
+ARM_X = {"shape": ("Shape %", "quality (metrics: shape)"), "mle": ("MLE %", "quality (metrics: mle)")}
+
+
+def arm_groups(cells: Sequence[Cell], arm: str = "mitigation") -> dict[str, list[Cell]]:
+    """Cells grouped by ``arm`` (and by any other axis that varies, seeds excepted), in first-seen order."""
+    others = [k for k in dict.fromkeys(k for c in cells for k in c.axes) if k not in (arm, "seed")]
+    varying = [k for k in others if len({str(c.axes.get(k)) for c in cells}) > 1]
+    groups: dict[str, list[Cell]] = {}
+    for c in cells:
+        if arm not in c.axes or c.status != "done":
+            continue
+        label = " · ".join([str(c.axes[arm]), *(str(c.axes.get(k, "-")) for k in varying)])
+        groups.setdefault(label, []).append(c)
+    return groups
+
+
+@styled
+def arms_frontier_figure(cells: Sequence[Cell], arm: str = "mitigation") -> str | None:
+    """One point per arm (mean over its seeds, bars: 95% t-intervals over seeds on both axes): excess
+    memorization (and the strongest attack's AUC, where attacked) against Shape and MLE.
+
+    None unless at least two arms. A missing axis is a panel that says which results are missing
+    (nothing is drawn for it); an arm of one seed has no interval (its own bootstrap is not a seed interval).
+    """
+    groups = arm_groups(cells, arm)
+    if len(groups) < 2:
+        return None
+    values = {g: _arm_values(cs) for g, cs in groups.items()}
+    ys = [k for k in ARM_Y if k == "excess" or any(v[k] for v in values.values())]
+    colour = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(groups)}
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(min(WIDTH, 7.6), 2.9 * len(ys) + 0.5), layout="constrained")
+    axes = fig.subplots(len(ys), len(ARM_X), squeeze=False)
+    for row, ykey in zip(axes, ys):
+        ytitle, ystep = ARM_Y[ykey]
+        for ax, (xkey, (xtitle, xstep)) in zip(row, ARM_X.items()):
+            ax.set_xlabel(f"{xtitle} (higher is better)")
+            ax.set_ylabel(ytitle)
+            missing = [s for k, s in ((xkey, xstep), (ykey, ystep)) if not any(v[k] for v in values.values())]
+            if missing:
+                ax.text(0.5, 0.5, "not in the results:\n" + "\n".join(missing), ha="center", va="center",
+                        transform=ax.transAxes, color=MUTED, fontsize=9)  # fmt: skip
+                ax.set_xticks([])
+                ax.set_yticks([])
+                continue
+            for g, v in values.items():
+                if not v[xkey] or not v[ykey]:
+                    continue
+                (x, xh), (y, yh) = _mean_interval(v[xkey]), _mean_interval(v[ykey])
+                ax.errorbar(x, y, xerr=xh, yerr=yh, fmt="o", color=colour[g], ms=6, capsize=3, lw=1.2)
+                ax.annotate(g, (x, y), xytext=(5, 4), textcoords="offset points", fontsize=8, color=INK)
+            ax.axhline(0 if ykey == "excess" else 0.5, color=MUTED, lw=1, ls="--")
+    n = {g: len(cs) for g, cs in groups.items()}
+    seeds = f"{min(n.values())}-{max(n.values())}" if len(set(n.values())) > 1 else str(min(n.values()))
+    fig.suptitle(f"Frontier by {arm}: mean over seeds ({seeds} per arm)", x=0.01, ha="left", fontsize=10,
+                 fontweight="bold", color=INK)  # fmt: skip
+    return to_svg(fig, f"Frontier by {arm} (excess memorization against Shape and MLE): " + ", ".join(groups))
 
 
 def _pareto(points: list[tuple[float, float]], *, maximize_x: bool) -> list[tuple[float, float]]:

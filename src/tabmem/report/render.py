@@ -146,6 +146,7 @@ def render_report(
     overview = {
         "rates": plots.rates_figure(data.cells, labels),
         "frontier": plots.frontier_figure(data.cells, labels, colour_by) if len(data.cells) > 1 else None,
+        "arms": plots.arms_frontier_figure(data.cells, colour_by) if colour_by in ("mitigation", "defense") else None,
     }
     summary_table = tables.overview_table(data.cells, labels)
     comparisons = tables.comparison_notes(data.cells, labels)

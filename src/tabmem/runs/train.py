@@ -31,6 +31,7 @@ directory. Without either, a directory holding a run is an error that says which
 holdout, the same figures for the holdout rows (``holdout_memorization_rate``,
 ``holdout_exact_copy_rate``, ``holdout_rare_value_leakage``) and the excesses, and the distance
 evidence of ``tabmem audit`` (``data_copying``, ``authenticity``, ``identical_matches``, ``nndr``).
+A DP-SGD run (``dp_epsilon``) also records ``dp_epsilon_spent`` and ``dp_delta`` (opacus' accountant).
 
 Nothing here prints or logs raw training records.
 """
@@ -224,6 +225,9 @@ def train_to_dir(
                                       seed=seed, duplicates=duplicates, evidence=evidence)  # fmt: skip
         summary.update(model=model, preset=preset, epochs=int(gen.epoch_), seed=int(seed), train_seconds=seconds,
                        n_train=int(gen.n_train_), final_loss=gen.history_[-1].get("loss") if gen.history_ else None)  # fmt: skip
+        spent = getattr(gen, "privacy_spent_", None)
+        if spent is not None:  # DP-SGD: the budget opacus' accountant says was spent
+            summary.update(dp_epsilon_spent=float(spent[0]), dp_delta=float(spent[1]))
         for message in summary.get("warnings", []):
             warn(message)
         summary["warnings"] = warn.messages

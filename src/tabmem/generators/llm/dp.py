@@ -27,8 +27,11 @@ from typing import Any
 import torch
 
 from tabmem.errors import TabmemError
+from tabmem.generators._dp import spent_from_state
 
 Batch = tuple[torch.Tensor, torch.Tensor]
+
+__all__ = ["DPConfig", "DPTrainer", "per_sample_lm_loss", "register_conv1d_grad_sampler", "spent_from_state"]
 
 _REGISTERED = False
 
@@ -190,13 +193,3 @@ class DPTrainer:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.engine.accountant.history = [tuple(h) for h in state["history"]]
         self.warm_optimizer.load_state_dict(state["warm_optimizer"])
-
-
-def spent_from_state(state: dict[str, Any]) -> tuple[float, float]:
-    """``(epsilon, delta)`` of a saved :meth:`DPTrainer.state_dict` (a loaded model has no trainer)."""
-    from opacus.accountants import RDPAccountant
-
-    acc = RDPAccountant()
-    acc.history = [tuple(h) for h in state["history"]]
-    eps = float(acc.get_epsilon(state["delta"])) if acc.history else 0.0
-    return eps, float(state["delta"])

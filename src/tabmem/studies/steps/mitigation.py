@@ -1,4 +1,4 @@
-"""Issue 10's mitigation steps, placed by a ``[[mitigations]]`` entry: ``augment``, ``dynamiccut`` and ``memstop``.
+"""Issue 10's mitigation steps, placed by a ``[[mitigations]]`` entry: ``augment``, ``dynamiccut``, ``memstop``, ``dpsgd``.
 
 * ``augment`` (before ``train``): a registered augmenter (``tabcutmix``, ``smote``, ...) appends
   new rows to the training rows; the train step trains on ``augmented.csv`` (the ``tabmem
@@ -11,6 +11,9 @@
 * ``memstop`` (instead of ``train``): ``train_to_dir`` with memorization-aware checkpoint choice
   (:class:`~tabmem.mitigation.stopping.MemorizationStopping`); its ``model`` is the chosen epoch's,
   chosen on a selection holdout of test rows the audit step does not use.
+* ``dpsgd`` (instead of ``train``): ``train_to_dir`` with the cell's generator trained by DP-SGD
+  (``dp_epsilon``/``dp_delta``/``dp_max_grad_norm``; generators that have them: ``tabddpm``, ``llm``),
+  optionally for other ``epochs``; records the budget opacus' accountant spent.
 
 The evaluation steps that follow are the same for every arm: they measure memorization against
 the cell's original training rows (everyone who contributed data) with the holdout baseline, so
@@ -25,7 +28,7 @@ from typing import Any
 
 from tabmem.errors import ParameterError
 from tabmem.neighbors.distances import DEFAULT_DISTANCE
-from tabmem.studies._fields import Field, boolean, choice, integer, number, string, table
+from tabmem.studies._fields import REQUIRED, Field, boolean, choice, integer, number, string, table
 from tabmem.studies.estimate import train_seconds
 from tabmem.studies.steps.base import CellInfo, Step, StepContext, register_step
 from tabmem.studies.steps.train import TrainStep
@@ -312,3 +315,69 @@ class MemStopStep(Step):
     @classmethod
     def estimate(cls, config: Mapping[str, Any], cell: CellInfo) -> float:
         return train_seconds({**config, "holdout": False}, cell)
+
+
+def _delta_or_none(key: str, v: Any) -> Any:
+    if v is None or v == "none":
+        return None
+    v = number(0, 1, low_open=True)(key, v)
+    if v >= 1:
+        raise ParameterError(f"{key} must be a number in (0, 1), got {v!r}")
+    return v
+
+
+@register_step("dpsgd")
+class DPSGDStep(Step):
+    """DP-SGD (opacus) in place of the train step: the reference point of issue 25's frontier."""
+
+    options = {
+        "epsilon": Field(REQUIRED, number(0, None, low_open=True), "target epsilon over the whole schedule"),
+        "delta": Field(None, _delta_or_none, "target delta (default 1/(10 n))"),
+        "max_grad_norm": Field(1.0, number(0, None, low_open=True), "per-sample gradient clipping norm"),
+        "epochs": Field(None, integer(1, none=True), "epochs of the private training (default: the generator's)"),
+        "device": Field(None, string(), "cpu, cuda or auto (default: the generator's)"),
+    }
+    axis = "mitigations"
+    placement = ("instead", "train")
+    produces = {"model": "model.pt", "synthetic": "synthetic.csv"}
+    resumable = True
+
+    @classmethod
+    def configure(cls, options: Mapping[str, Any], cell: CellInfo, where: str) -> dict[str, Any]:
+        gen = _generator(cell, options["device"], where)
+        if "dp_epsilon" not in gen["resolved"]:
+            raise ParameterError(f"{where}step: the {gen['model']} generator has no DP-SGD training (tabddpm, llm do)")
+        dp = {
+            "dp_epsilon": options["epsilon"],
+            "dp_delta": options["delta"],
+            "dp_max_grad_norm": options["max_grad_norm"],
+        }
+        if options["epochs"] is not None:
+            dp["epochs"] = options["epochs"]
+        params = {**gen["params"], **dp}
+        resolved = {**gen["resolved"], **dp}
+        return {**gen, "params": params, "resolved": resolved}
+
+    def run(self, ctx: StepContext) -> list[MetricRow]:
+        from tabmem.runs.train import train_to_dir
+        from tabmem.studies.steps.train import _tuples
+
+        c = self.config
+        summary = train_to_dir(
+            ctx.training_rows(), ctx.data.schema, ctx.out, model=c["model"], preset=c["preset"],
+            params=_tuples(c["params"]), seed=ctx.seed, resume=ctx.resume, progress=False,
+            source={"study_dataset": ctx.cell.dataset.identity}, dataset=c["dataset_preset"], evidence=False,
+        )  # fmt: skip
+        return [
+            metric("dp_epsilon_spent", summary["dp_epsilon_spent"]),
+            metric("dp_delta", summary["dp_delta"]),
+            metric("epochs_trained", summary["epochs"]),
+        ]
+
+    @classmethod
+    def estimate(cls, config: Mapping[str, Any], cell: CellInfo) -> float:
+        return DP_COST_FACTOR * train_seconds({**config, "holdout": False}, cell)
+
+
+#: DP-SGD's per-sample gradients cost about 5x a plain step (TabDDPM small on Adult, one thread, measured)
+DP_COST_FACTOR = 5.0
