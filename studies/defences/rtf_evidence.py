@@ -78,6 +78,11 @@ def judge(gen, train, hold, schema, seed: int, pruned) -> dict[str, Any]:
             "sample_seconds": sample_s}  # fmt: skip
 
 
+def params_of(args) -> dict[str, Any]:
+    """The generator's parameters: ``--params`` (JSON) over the preset, with ``--epochs``."""
+    return {**json.loads(args.params), "epochs": args.epochs}
+
+
 def run_none(args, run: Path, seed, train, hold, schema) -> tuple[Any, None]:
     from tabmem.generators import get_generator
     from tabmem.memorization.replicas import ReplicaDetector
@@ -86,7 +91,7 @@ def run_none(args, run: Path, seed, train, hold, schema) -> tuple[Any, None]:
 
     tracker = MemorizationTracker(every=args.track_every, distance="gower", path=run / "tracking", holdout=hold,
                                   random_state=seed, keep_samples=True, n_jobs=1)  # fmt: skip
-    gen = get_generator("realtabformer", preset=args.preset, epochs=args.epochs, device="cpu")
+    gen = get_generator("realtabformer", preset=args.preset, **params_of(args), device="cpu")
     gen.fit(train, schema, callbacks=[tracker], random_state=seed)
     gen.save(run / "model.pt")
     pd.DataFrame(gen.history_).to_csv(run / "history.csv", index=False)
@@ -116,7 +121,7 @@ def run_pruned(args, arm: str, run: Path, seed, train, hold, schema) -> tuple[An
     else:
         cut["prune_by"] = "random"
     dynamiccut_to_dir(train, schema, run / "dc", model="realtabformer", preset=args.preset,
-                      params={"epochs": args.epochs}, seed=seed, distance="gower", holdout=hold, quality=False,
+                      params=params_of(args), seed=seed, distance="gower", holdout=hold, quality=False,
                       resume=(run / "dc" / "config.json").is_file(), n_jobs=1,
                       log=lambda m: print("  " + m, flush=True), **cut)  # fmt: skip
     pruned = np.flatnonzero(pd.read_csv(run / "dc" / "ranking.csv")["pruned"].to_numpy())
@@ -137,7 +142,7 @@ def run_arm(args, arm: str, seed: int, train, hold, schema) -> None:
         gen, pruned = run_pruned(args, arm, run, seed, train, hold, schema)
     trained = time.perf_counter() - t0
     result = judge(gen, train, hold, schema, seed, pruned)
-    result.update(arm=arm, seed=seed, epochs=args.epochs, n_train=len(train), n_holdout=len(hold),
+    result.update(arm=arm, seed=seed, epochs=args.epochs, params=params_of(args), n_train=len(train), n_holdout=len(hold),
                   train_seconds=trained, wall_seconds=time.perf_counter() - t0,
                   load=[load0, os.getloadavg()[0]])  # fmt: skip
     (run / "result.json").write_text(json.dumps(result, indent=2, default=float))
@@ -207,6 +212,7 @@ def main() -> None:
     ap.add_argument("--dataset", default="california")
     ap.add_argument("--n-train", type=int, default=600, help="rows of the train split; 0 = all, holdout = test split")
     ap.add_argument("--preset", default="small")
+    ap.add_argument("--params", default="{}", help="JSON generator parameters over the preset")
     ap.add_argument("--epochs", type=int, default=50)
     ap.add_argument("--track-every", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=25, help="DynamicCut's warm-up: tracked epochs <= this rank")
