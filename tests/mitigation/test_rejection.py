@@ -121,9 +121,10 @@ def test_rejection_aware_scores_against_brute_force(data):
     train, fresh, schema = data
     reference, targets, syn = fresh.iloc[:50], pd.concat([train.iloc[:20], fresh.iloc[50:70]]), fresh.iloc[100:160]
     hole = rejection_aware_scores(syn, targets, reference, schema, distance="l2", threshold=0.4, n_jobs=1)
-    # brute force, with the l2 scaling fitted on the reference table
+    # brute force, with the l2 scaling fitted on the reference and target rows
     num = list(schema.numerical)
-    mean, std = reference[num].mean().to_numpy(), reference[num].std(ddof=0).to_numpy()
+    known = pd.concat([reference, targets])[num]
+    mean, std = known.mean().to_numpy(), known.std(ddof=0).to_numpy()
     d_st = all_distances(targets, syn, schema, "l2", std=std, mean=mean)  # (syn, targets)
     d_sr = all_distances(reference, syn, schema, "l2", std=std, mean=mean).min(axis=1)
     expected = np.where(d_st == 0, 0.0, d_st / d_sr[:, None]).min(axis=0)

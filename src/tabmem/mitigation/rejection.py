@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from tabmem._checks import check_choice, check_number, check_positive_int, check_random_state
-from tabmem.data.schema import Schema
+from tabmem.data.encoding import TableEncoder
+from tabmem.data.schema import Schema, validate
 from tabmem.errors import NotFittedError, TabmemError
 from tabmem.memorization.replicas import ReplicaDetector
 from tabmem.neighbors.blocked import DEFAULT_MEMORY_BUDGET
@@ -185,14 +186,17 @@ def rejection_aware_scores(
     * ``mode="hole"``: score ``m(t)`` (an empty zone = member);
     * ``mode="edge"``: score ``-|m(t) - threshold|`` (the member's near-copies sit just outside).
 
-    Distances use the encoding fitted on ``reference``; the cost is ``|S| x |targets|`` distances.
+    Distances use the encoding fitted on ``reference`` and ``targets`` together (the rows the attacker holds); the cost is ``|S| x |targets|`` distances.
     """
     check_choice("mode", mode, ATTACK_MODES)
     check_number("threshold", threshold, low=0.0, high=1.0, low_open=True)
-    ref = NeighborIndex(distance, n_jobs=n_jobs, nan="error").fit(reference, schema)
-    d_ref = ref.kneighbors(ref.validate(synthetic, name="synthetic"), k=1)[1][:, 0]
-    tgt = NeighborIndex(distance, n_jobs=n_jobs, nan="error").fit(targets, encoder=ref.encoder_)
-    idx, dist = tgt.kneighbors(ref.validate(synthetic, name="synthetic"), k=len(targets))
+    known = validate(pd.concat([reference, targets], ignore_index=True), schema, name="reference and targets")
+    encoder = TableEncoder(schema).fit(known, nan="error")  # the attacker's rows: reference and targets
+    ref = NeighborIndex(distance, n_jobs=n_jobs, nan="error").fit(reference, encoder=encoder)
+    queries = ref.validate(synthetic, name="synthetic")
+    d_ref = ref.kneighbors(queries, k=1)[1][:, 0]
+    tgt = NeighborIndex(distance, n_jobs=n_jobs, nan="error").fit(targets, encoder=encoder)
+    idx, dist = tgt.kneighbors(queries, k=len(targets))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(dist == 0, 0.0, dist / d_ref[:, None])
     m = np.full(len(targets), np.inf)
