@@ -200,7 +200,9 @@ def rejection_report(out: Path) -> None:
         print("|---|" + "---|" * len(present))
         for arm in arms:
             a = g[g.arm == arm].set_index("seed")
-            print(f"| {arm} | " + " | ".join(fmt(*t_ci(a[x].tolist())[:2], scale=1.0, digits=3) for x in present) + " |")
+            print(
+                f"| {arm} | " + " | ".join(fmt(*t_ci(a[x].tolist())[:2], scale=1.0, digits=3) for x in present) + " |"
+            )
         for arm in arms:
             if arm == "none":
                 continue

@@ -97,7 +97,9 @@ def run_seed(args, seed: int) -> None:
                               "holdout_exact": hold_res.exact_copy_rate}  # fmt: skip
     for arm, threshold in ARMS.items():
         t1 = time.perf_counter()
-        sampler = RejectionSampler("gower", threshold, max_rounds=30, n_jobs=1).fit(members, schema) if threshold else None
+        sampler = (
+            RejectionSampler("gower", threshold, max_rounds=30, n_jobs=1).fit(members, schema) if threshold else None
+        )
         rates, exact, reports, first = [], [], [], None
         for j in range(args.samples):
             rs = int(np.random.SeedSequence([seed, 4000 + j]).generate_state(1)[0])
@@ -137,7 +139,9 @@ def report(out: Path) -> None:
     print("|---|---|---|---|---|---|---|---|" + "---|" * len(ATTACKS))
     for arm in ARMS:
         rej = [np.mean([x["rejection_rate"] for x in r[arm]["rejection"]]) for r in runs if r[arm]["rejection"]]
-        removed = [(r["none"]["excess"] - r[arm]["excess"]) / r["none"]["excess"] for r in runs if r["none"]["excess"] > 0]
+        removed = [
+            (r["none"]["excess"] - r[arm]["excess"]) / r["none"]["excess"] for r in runs if r["none"]["excess"] > 0
+        ]
         cells = [arm, fmt(*t_ci(rej)[:2]) if rej else "-", fmt(*t_ci([r[arm]["rate"] for r in runs])[:2]),
                  fmt(*t_ci([r[arm]["excess"] for r in runs])[:2]), "-" if arm == "none" else fmt(*t_ci(removed)[:2]),
                  fmt(*t_ci([r[arm]["exact_copy_rate"] for r in runs])[:2]), fmt(*t_ci([r[arm]["shape"] for r in runs])[:2]),
