@@ -211,3 +211,17 @@ def rejection_report(out: Path) -> None:
             print(f"| {arm} - none | " + " | ".join(
                 fmt(*t_ci((a.loc[seeds, x] - base.loc[seeds, x]).tolist())[:2], scale=1.0, digits=3) for x in present
             ) + " |")  # fmt: skip
+        mstop = g[g.arm == "mstop"].set_index("seed")
+        for arm in (a for a in arms if a.startswith("mstop+")):
+            a = g[g.arm == arm].set_index("seed")
+            seeds = a.index.intersection(mstop.index)
+            print(f"| {arm} - mstop | " + " | ".join(
+                fmt(*t_ci((a.loc[seeds, x] - mstop.loc[seeds, x]).tolist())[:2], scale=1.0, digits=3) for x in present
+            ) + " |")  # fmt: skip
+        for arm in (a for a in arms if a.startswith("mstop+")):
+            a = g[g.arm == arm].set_index("seed")
+            seeds = a.index.intersection(mstop.index)
+            changes = {q: fmt(*t_ci((a.loc[seeds, q] - mstop.loc[seeds, q]).tolist())[:2]) for q in ("shape", "mle")}
+            print(
+                f"\n{tag}: {arm} - mstop over {len(seeds)} seeds: Shape {changes['shape']}, MLE {changes['mle']} (pts)"
+            )
