@@ -38,6 +38,9 @@ scratch for the full schedule, each judged by :func:`tabmem.runs.dynamiccut.eval
   diagnostic): the generator trained with ``dp_epsilon`` 1 / 10
   (opacus; delta 1/(10n)) for ``--dp-epochs`` epochs (default ``--epochs``), untracked; judged like every arm
   plus ``--samples - 1`` more samples (eval_k.json).
+* ``rej``, ``rejg``, ``mstop+rej``  sampling-time rejection of replicas (issue 25; ``rejection_evidence.py``):
+  no training, samples of an ``mstop`` run's models (run under its ``--tag``); ``attacks`` scores the
+  ``none`` and ``mstop`` arms with the same attack suite. ``--rejection-report`` prints their tables.
 
 Every arm's eval.json also holds the DCR attack (``dcr``: l2 distance to the closest synthetic row of
 the same sample; members = the 1,000 training rows, non-members = the holdout): AUC and its bootstrap
@@ -61,6 +64,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from rejection_evidence import REJECT_ARMS, attacks_of_unmitigated, rejection_report, run_rejection
 
 #: reweighting arms: (fraction of top records, weight of the top record, shape)
 REWEIGHT_ARMS = {"rw10": (0.10, 0.1, "step"), "rwl30": (0.30, 0.0, "linear"), "rwl50": (0.50, 0.0, "linear")}
@@ -393,6 +397,13 @@ def run_arm(args, arm: str, seed: int, train, hold, test, schema) -> None:
     run = root / arm / f"seed{seed}"
     if arm == "mstop":
         run_mstop(args, seed, train, hold, test, schema)
+        return
+    if arm in REJECT_ARMS or arm == "attacks":  # sampling-time rejection (rejection_evidence.py)
+        reference = selection_rows(args.dataset, args.n_train, args.data_dir)
+        if arm == "attacks":
+            attacks_of_unmitigated(args, seed, train, hold, schema, reference)
+        else:
+            run_rejection(args, arm, seed, train, hold, test, schema, reference)
         return
     if (run / "eval.json").is_file():
         done = json.loads((run / "eval.json").read_text())
@@ -778,6 +789,7 @@ def main() -> None:
     )
     ap.add_argument("--reeval", type=int, default=0, help="score K more samples of every finished run")
     ap.add_argument("--frontier", action="store_true", help="judge every tracked epoch of the mstop runs")
+    ap.add_argument("--rejection-report", action="store_true", help="the rejection arms' tables (with attacks)")
     ap.add_argument("--plot", default=None, help="write the frontier plot (SVG) of the mstop runs to this file")
     args = ap.parse_args()
     if args.reeval:
@@ -791,6 +803,9 @@ def main() -> None:
         return
     if args.report:
         report(Path(args.out), use_k=args.use_k)
+        return
+    if args.rejection_report:
+        rejection_report(Path(args.out))
         return
     if args.frontier:
         import torch

@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "rank": "tabmem.cli.rank:rank",
     "track": "tabmem.cli.track:track",
     "prune": "tabmem.cli.prune:prune",
+    "reject": "tabmem.cli.reject:reject",
     "run": "tabmem.cli.run:run",
     "report": "tabmem.cli.report:report",
 }

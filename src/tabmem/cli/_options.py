@@ -225,6 +225,14 @@ def distance_option(
     return choice_option("--distance", DISTANCES.names(), help, default=default or DEFAULT_DISTANCE)
 
 
+def threshold_option(
+    help: str = "A synthetic row is a replica when d1/d2 < threshold (0 < threshold <= 1).", flag: str = "--threshold"
+) -> Callable[[Callable], Callable]:
+    """``--threshold`` of the replica criterion d1/d2 < threshold (default 1/3, the papers')."""
+    return click.option(flag, "threshold", type=FiniteRange(0, 1, min_open=True), default=1 / 3,
+                        show_default="0.3333", help=help)  # fmt: skip
+
+
 def _search_device(ctx: click.Context, param: click.Parameter, value: str) -> str:
     from tabmem.neighbors.device import check_device, torch_device
 

@@ -9,10 +9,15 @@ import click
 from tabmem.cli._options import (
     FiniteRange,
     count_option,
+    distance_option,
+    file_option,
+    n_jobs_option,
     out_file_option,
     prepare_out_file,
+    read_user_table,
     seed_option,
     set_torch_threads,
+    threshold_option,
     torch_options,
 )
 from tabmem.errors import TabmemError
@@ -43,6 +48,17 @@ from tabmem.errors import TabmemError
     metavar="PMIN,PMAX",
     help="Post-process numerical cells with the Digit Modifier (LevAtt paper), e.g. 0.05,0.1.",
 )
+@file_option(
+    "--reject-replicas",
+    "reject_train",
+    "Training table (CSV or Parquet): drop sampled rows that are replicas of one of its rows "
+    "(d1/d2 < --threshold with --distance, exact copies included) and draw more until N rows are kept.",
+    path_type=Path,
+)
+@distance_option("--reject-replicas: the replica distance (default gower, the audit's).")
+@threshold_option("--reject-replicas: a row is a replica when d1/d2 < threshold (0 < threshold <= 1).")
+@count_option("--max-rounds", "--reject-replicas: the most draws from the model.", default=10)
+@n_jobs_option("--reject-replicas: worker threads of the neighbour search (default: every CPU available).")
 @torch_options
 @out_file_option("Output table (.csv or .parquet).")
 def sample(
@@ -52,6 +68,11 @@ def sample(
     batch_size: int | None,
     tendency: float | None,
     digit_modifier: str | None,
+    reject_train: Path | None,
+    distance: str,
+    threshold: float,
+    max_rounds: int,
+    n_jobs: int | None,
     device: str | None,
     threads: int | None,
     out_path: Path,
@@ -76,7 +97,18 @@ def sample(
         if "tendency" not in gen.sampling_options:
             raise TabmemError(f"--tlp applies to generators that decode tokens (llm); this model is {gen.name!r}")
         options["tendency"] = tendency
-    table = gen.sample(n_rows, random_state=seed, batch_size=batch_size, **options)
+    if reject_train is None:
+        table = gen.sample(n_rows, random_state=seed, batch_size=batch_size, **options)
+    else:
+        from tabmem.mitigation.rejection import RejectionSampler
+
+        train = read_user_table(reject_train, option="--reject-replicas")
+        sampler = RejectionSampler(distance, threshold, max_rounds=max_rounds, n_jobs=n_jobs).fit(train, gen.schema_)
+        table, report = sampler.sample(gen, n_rows, random_state=seed, batch_size=batch_size, **options)
+        click.echo(
+            f"rejected {report.n_rejected:,} of {report.n_drawn:,} rows drawn ({100 * report.rejection_rate:.1f}%) "
+            f"as replicas ({report.distance}, d1/d2 < {report.threshold:.4g}) in {report.rounds} round(s)"
+        )
     if dm_range is not None:
         from tabmem.defenses import DigitModifier
 

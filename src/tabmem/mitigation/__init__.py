@@ -7,6 +7,8 @@
   ``random``; saved and loaded with the training table's fingerprint (transfer across generators).
 * :class:`MemorizationStopping`: a training callback that chooses the checkpoint (and may stop) by
   the tracked excess memorization over a selection holdout and a Shape floor (``tabmem train --stop-excess``).
+* :class:`RejectionSampler`: sampling-time rejection of rows the replica criterion flags (``tabmem sample
+  --reject-replicas``, ``tabmem reject``), and :func:`rejection_aware_scores`, the attacker who knows the rule.
 * :class:`DynamicCut` (warm-up, rank, prune, retrain from scratch; ``mix=`` for DynamicCutMix) and
   :func:`mitigation_report` (memorization vs the original and the pruned table, holdout baseline,
   quality). The resumable directory run behind ``tabmem dynamiccut`` is
@@ -29,6 +31,7 @@ from tabmem.mitigation.ranking import (
     random_ranking,
     rank_records,
 )
+from tabmem.mitigation.rejection import RejectionReport, RejectionSampler, rejection_aware_scores
 from tabmem.mitigation.stopping import MemorizationStopping, choose_epoch, should_stop
 from tabmem.mitigation.summary import DynamicCutSummary, MitigationReport, QualityScores
 
@@ -42,6 +45,8 @@ __all__ = [
     "QualityScores",
     "RANKING_METHODS",
     "Ranking",
+    "RejectionReport",
+    "RejectionSampler",
     "RetrainTable",
     "association_matrix",
     "augmented_table",
@@ -61,6 +66,7 @@ __all__ = [
     "random_ranking",
     "rank_records",
     "register_augmenter",
+    "rejection_aware_scores",
     "retrain_table",
     "should_stop",
 ]

@@ -1,4 +1,4 @@
-"""Issue 10's mitigation steps, placed by a ``[[mitigations]]`` entry: ``augment``, ``dynamiccut``, ``memstop``, ``dpsgd``.
+"""Issue 10's mitigation steps, placed by a ``[[mitigations]]`` entry: ``augment``, ``dynamiccut``, ``memstop``, ``dpsgd``, ``reject``.
 
 * ``augment`` (before ``train``): a registered augmenter (``tabcutmix``, ``smote``, ...) appends
   new rows to the training rows; the train step trains on ``augmented.csv`` (the ``tabmem
@@ -14,6 +14,8 @@
 * ``dpsgd`` (instead of ``train``): ``train_to_dir`` with the cell's generator trained by DP-SGD
   (``dp_epsilon``/``dp_delta``/``dp_max_grad_norm``; generators that have them: ``tabddpm``, ``llm``),
   optionally for other ``epochs``; records the budget opacus' accountant spent.
+* ``reject`` (instead of ``sample``): sampling-time rejection of replicas of training rows, with top-up
+  draws (:class:`~tabmem.mitigation.rejection.RejectionSampler`, ``tabmem sample --reject-replicas``).
 
 The evaluation steps that follow are the same for every arm: they measure memorization against
 the cell's original training rows (everyone who contributed data) with the holdout baseline, so
@@ -381,3 +383,56 @@ class DPSGDStep(Step):
 
 #: DP-SGD's per-sample gradients cost about 5x a plain step (TabDDPM small on Adult, one thread, measured)
 DP_COST_FACTOR = 5.0
+
+
+@register_step("reject")
+class RejectStep(Step):
+    """Sampling-time rejection of replicas (``tabmem sample --reject-replicas``) in place of the sample step.
+
+    Draws with the sample step's seed (round 0 is the plain sample, so the ``none`` arm's rows are the
+    rejected arm's before rejection), drops the rows that the replica criterion flags against the cell's
+    training rows and draws more until ``n`` are kept (:class:`~tabmem.mitigation.rejection.RejectionSampler`).
+    """
+
+    options = {
+        "distance": Field(DEFAULT_DISTANCE, choice(_distances), "replica distance of the rejection"),
+        "threshold": Field(1 / 3, number(0, 1, low_open=True), "a row is a replica when d1/d2 < threshold"),
+        "max_rounds": Field(10, integer(1), "the most draws from the model"),
+        "n": Field(None, integer(1, none=True), "rows to keep (default: as many as the training rows)"),
+        "device": Field(None, string(), "cpu, cuda or auto (default: the model's)"),
+    }
+    axis = "mitigations"
+    placement = ("instead", "sample")
+    needs = ("model",)
+    produces = {"synthetic": "synthetic.csv"}
+
+    @classmethod
+    def configure(cls, options: Mapping[str, Any], cell: CellInfo, where: str) -> dict[str, Any]:
+        return dict(options)
+
+    def run(self, ctx: StepContext) -> list[MetricRow]:
+        from tabmem._io import write_frame, write_json
+        from tabmem.generators import load_generator
+        from tabmem.mitigation.rejection import RejectionSampler
+
+        c = self.config
+        gen = load_generator(ctx.artifact("model"), device=c["device"])
+        n = int(c["n"] or len(ctx.data.train))
+        sampler = RejectionSampler(c["distance"], c["threshold"], max_rounds=c["max_rounds"], n_jobs=ctx.threads)
+        table, report = sampler.fit(ctx.data.train, ctx.data.schema).sample(
+            gen, n, random_state=ctx.seed_for("sample-0")
+        )
+        write_frame(ctx.out / "synthetic.csv", table)
+        write_json(ctx.out / "summary.json", {"n": n, "rejection": report.to_dict()})
+        return [
+            metric("n_rows", len(table)),
+            metric("rejection_rate", report.rejection_rate, component=c["distance"]),
+            metric("rejection_rounds", report.rounds),
+        ]
+
+    @classmethod
+    def estimate(cls, config: Mapping[str, Any], cell: CellInfo) -> float:
+        from tabmem.studies.estimate import sample_seconds
+
+        n = float(config["n"] or cell.dataset.n_rows or 10_000)
+        return 2 * sample_seconds(cell.generator["name"], cell.generator["preset"], n, float(cell.dataset.n_columns))
