@@ -670,7 +670,7 @@ def arms_frontier_figure(cells: Sequence[Cell], arm: str = "mitigation") -> str 
                 if not v[xkey] or not v[ykey]:
                     continue
                 (x, xh), (y, yh) = _mean_interval(v[xkey]), _mean_interval(v[ykey])
-                ax.errorbar(x, y, xerr=xh, yerr=yh, fmt="o", color=colour[g], ms=6, capsize=3, lw=1.2)
+                ax.errorbar(x, y, xerr=xh, yerr=yh, fmt="o", color=colour[g], ms=8, capsize=3, lw=1.6)
                 ax.annotate(g, (x, y), xytext=(5, 4), textcoords="offset points", fontsize=8, color=INK)
             ax.axhline(0 if ykey == "excess" else 0.5, color=MUTED, lw=1, ls="--")
     n = {g: len(cs) for g, cs in groups.items()}
