@@ -230,6 +230,7 @@ _PACKAGE_GLOBALS = (
     "synthcity.plugins.core.models.tabular_ddpm.TabDDPM",
     "synthcity.plugins.core.models.tabular_ddpm.gaussian_multinomial_diffsuion.GaussianMultinomialDiffusion",
     "synthcity.plugins.core.models.tabular_ddpm.modules.MLPDiffusion",
+    "synthcity.plugins.core.models.tabular_ddpm.modules.DiffusionModel",
     "synthcity.plugins.core.models.tabular_ddpm.modules.PositionalEncoding",
     "synthcity.plugins.core.models.tabular_ddpm.modules.TimeStepEmbedding",
     "synthcity.plugins.core.models.tabular_gan.TabularGAN", "synthcity.plugins.core.models.gan.GAN",
@@ -242,7 +243,7 @@ _PACKAGE_GLOBALS = (
     "synthcity.metrics.weighted_metrics.WeightedMetrics",
     "synthcity.metrics.eval_detection.SyntheticDetectionMLP",
     "torch.nn.modules.container.Sequential", "torch.nn.modules.container.ModuleList",
-    "torch.nn.modules.linear.Linear", "torch.nn.modules.activation.ReLU", "torch.nn.modules.activation.LeakyReLU",
+    "torch.nn.modules.linear.Linear", "torch.nn.modules.linear.Identity", "torch.nn.modules.activation.ReLU", "torch.nn.modules.activation.LeakyReLU",
     "torch.nn.modules.activation.SiLU", "torch.nn.modules.activation.Tanh", "torch.nn.modules.activation.ELU",
     "torch.nn.modules.activation.Softmax", "torch.nn.modules.activation.Sigmoid",
     "torch.nn.modules.dropout.Dropout", "torch.nn.modules.batchnorm.BatchNorm1d",
@@ -251,10 +252,10 @@ _PACKAGE_GLOBALS = (
     "sklearn.preprocessing._label.LabelEncoder", "sklearn.preprocessing._encoders.OneHotEncoder",
     "sklearn.preprocessing._data.MinMaxScaler", "sklearn.preprocessing._data.StandardScaler",
     "sklearn.mixture._bayesian_mixture.BayesianGaussianMixture",
-    "pathlib.PosixPath", "pathlib.WindowsPath", "torch.device", "builtins.slice", "builtins.type",
+    "pathlib.PosixPath", "pathlib.WindowsPath", "torch.device", "builtins.slice", "builtins.type", "builtins.bytes",
     "builtins.set", "builtins.frozenset", "builtins.getattr",
     "numpy._core.multiarray.scalar", "numpy._core.multiarray._reconstruct", "numpy.ndarray", "numpy.dtype",
-    "numpy.random._pickle.__generator_ctor", "numpy.random._pickle.__bit_generator_ctor",
+    "numpy.float64", "numpy.random._pickle.__generator_ctor", "numpy.random._pickle.__bit_generator_ctor",
     "numpy.random._pickle.__randomstate_ctor", "numpy.random._pcg64.PCG64", "numpy.random._mt19937.MT19937",
     "numpy.random.bit_generator.__pyx_unpickle_SeedSequence", "numpy.random.bit_generator.SeedSequence",
     "numpy.random._generator.Generator", "numpy.random.mtrand.RandomState",
@@ -277,16 +278,21 @@ def _importable(cls: type) -> bool:
 
 def _dynamic_class(module: str, qualname: str) -> type:
     """A class built at import time by synthcity (module, qualname), found among ``_DYNAMIC_MODULES`` only."""
+    named = getattr(importlib.import_module(module), qualname, None)  # the class written was not this one
     for mod in _DYNAMIC_MODULES:
         for value in vars(mod).values():
             if not isinstance(value, type):
                 continue
-            if value.__module__ == module and value.__qualname__ == qualname:
+            if value is not named and value.__module__ == module and value.__qualname__ == qualname:
                 return value
             inner = getattr(value, "__init__", None)  # FeatureEncoder.wraps: the wrapped class in the closure
             for cell in getattr(inner, "__closure__", None) or ():
                 found = cell.cell_contents
-                if isinstance(found, type) and found.__module__ == module and found.__qualname__ == qualname:
+                if (
+                    isinstance(found, type)
+                    and found is not named
+                    and (found.__module__, found.__qualname__) == (module, qualname)
+                ):
                     return found
     raise TabmemError(f"synthcity has no class {module}.{qualname} (saved with another synthcity?)")
 
@@ -484,8 +490,8 @@ class _SynthcityGenerator(WorkerTraining, TabularGenerator):
                     break
         finally:
             self.plugin_.fitted = fitted
-            for m, mode in modes:
-                m.train(mode)
+            for m, mode in modes:  # the flag itself: the VAE's hooked train() pauses the worker
+                m.training = mode
         if have < n:
             raise TabmemError(
                 f"{self.name}: synthcity returned {have} of {n} rows within the training ranges (strict=true); "
