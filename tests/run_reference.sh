@@ -15,7 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv-ref/bin/python ] || python3 -m venv .venv-ref
 .venv-ref/bin/pip install -q torch==2.13.0
-.venv-ref/bin/pip install -q -e ".[all,test,reference,ctgan,synthcity]"
+# torch pinned on the same line: synthcity pulls torchvision (through fastai), whose newest release needs
+# torch 2.14, and pip would replace the CPU torch with a CUDA build (7.9 GB) to satisfy it
+.venv-ref/bin/pip install -q -e ".[all,test,reference,ctgan,synthcity]" torch==2.13.0
 [ -x .venv-anon/bin/python ] || python3 -m venv .venv-anon
 .venv-anon/bin/pip install -q anonymeter==1.1.0
 TABMEM_ANONYMETER_PYTHON="$PWD/.venv-anon/bin/python" TABMEM_REQUIRE_REFERENCE=1 .venv-ref/bin/python -m pytest -q -m reference
