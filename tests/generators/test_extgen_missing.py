@@ -61,3 +61,22 @@ def test_model_sdv_ctgan_is_one_line_naming_the_extra(command, capsys, tmp_path)
     lines = [line for line in out.splitlines() if line.strip()]
     assert len(lines) == 1 and "pip install 'tabmem[ctgan]'" in lines[0], out
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("synthcity") is not None, reason="synthcity is installed (-m synthcity)")
+@pytest.mark.parametrize("name", ["synthcity_ddpm", "synthcity_ctgan", "synthcity_tvae"])
+def test_synthcity_generators_name_their_extra(name):
+    with pytest.raises(TabmemError, match=r"needs the optional dependency 'synthcity'") as info:
+        get_generator(name)
+    assert "pip install 'tabmem[synthcity]'" in str(info.value) and "\n" not in str(info.value)
+    assert name not in GENERATORS.names()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("synthcity") is not None, reason="synthcity is installed (-m synthcity)")
+@pytest.mark.parametrize("command", ["train", "dynamiccut"])
+def test_model_synthcity_ddpm_is_one_line_naming_the_extra(command, capsys, tmp_path):
+    code, out = run([command, "--dataset", "diabetes", "--model", "synthcity_ddpm", "--out", tmp_path / "o"], capsys)
+    assert code != 0
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1 and "pip install 'tabmem[synthcity]'" in lines[0], out
+    assert not (tmp_path / "o").exists()

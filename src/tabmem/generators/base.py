@@ -656,8 +656,19 @@ GENERATORS: Registry[type[TabularGenerator]] = Registry(
         "great": "tabmem.generators.ext_great",
         "sdv_ctgan": "tabmem.generators.ext_sdv",
         "sdv_tvae": "tabmem.generators.ext_sdv",
+        "synthcity_ddpm": "tabmem.generators.ext_synthcity",
+        "synthcity_ctgan": "tabmem.generators.ext_synthcity",
+        "synthcity_tvae": "tabmem.generators.ext_synthcity",
     },
-    extras={"realtabformer": "realtabformer", "great": "great", "sdv_ctgan": "ctgan", "sdv_tvae": "ctgan"},
+    extras={
+        "realtabformer": "realtabformer",
+        "great": "great",
+        "sdv_ctgan": "ctgan",
+        "sdv_tvae": "ctgan",
+        "synthcity_ddpm": "synthcity",
+        "synthcity_ctgan": "synthcity",
+        "synthcity_tvae": "synthcity",
+    },
 )
 register_generator = GENERATORS.register
 
