@@ -244,6 +244,11 @@ class Distance:
         """A :class:`PrunedBlock` for ``rows``, or ``None`` where the distance has no categorical bound."""
         return None
 
+    def symmetric_exact(self) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None:
+        """``exact(i, j, h)``: exact distances of reference-row pairs given their mismatch counts, where
+        ``d(i, j) = d(j, i)`` bit for bit (:mod:`tabmem.neighbors.symmetric`); ``None``: not symmetric."""
+        return None
+
     def _lookup_setup(self) -> None:
         """Match-count lookup tables: categorical columns packed in groups, one uint8 row per joint value.
 
@@ -290,14 +295,14 @@ class Distance:
             built.append((cols, strides, table))
         self._groups = built
 
-    def _matches(self, onehot: np.ndarray, codes: np.ndarray | None = None) -> np.ndarray:
-        """Exact categorical match counts of query rows against every reference row.
+    def _matches(self, onehot: np.ndarray, codes: np.ndarray | None = None, start: int = 0) -> np.ndarray:
+        """Exact categorical match counts of query rows against every reference row from ``start`` on.
 
         uint8 from the lookup tables (:meth:`_lookup_setup`) given the rows' ``codes``; else the
         float32 GEMM of 0/1 one-hots (small integers, exact).
         """
         if self._groups is not None and codes is not None:
-            n_rows, n = codes.shape[0], self.n_ref
+            n_rows, n = codes.shape[0], self.n_ref - start
             out = np.empty((n_rows, n), dtype=np.uint8)
             joints = []
             for cols, strides, _ in self._groups:
@@ -308,17 +313,27 @@ class Distance:
             width = (
                 n if n_rows * n <= _MATCH_BLOCK_BYTES else max(_MATCH_TILE_COLS, _MATCH_TILE_BYTES // max(n_rows, 1))
             )
-            tmp = np.empty((n_rows, min(width, n)), dtype=np.uint8) if len(self._groups) > 1 else out
+            if width >= n and start == 0:  # whole, from the contiguous tables
+                buf = np.empty_like(out) if len(self._groups) > 1 else out
+                for g, ((_, _, table), joint) in enumerate(zip(self._groups, joints)):
+                    np.take(table, joint, axis=0, out=out if g == 0 else buf)
+                    if g:
+                        np.add(out, buf, out=out)
+                return out
             for j0 in range(0, n, width):
                 j1 = min(j0 + width, n)
-                part, buf = out[:, j0:j1], tmp[:, : j1 - j0]  # buf: used from the second table on
+                part = out[:, j0:j1]
                 for g, ((_, _, table), joint) in enumerate(zip(self._groups, joints)):
-                    np.take(table[:, j0:j1] if width < n else table, joint, axis=0, out=part if g == 0 else buf)
+                    # fancy indexing reads the rows' segments; np.take would first copy the whole
+                    # (non-contiguous) column slice of the table, up to 1024 rows of it
+                    sub = table[joint, start + j0 : start + j1]
                     if g:
-                        np.add(part, buf, out=part)
+                        np.add(part, sub, out=part)
+                    else:
+                        part[...] = sub
             return out
-        out = np.empty((onehot.shape[0], self.n_ref), dtype=np.float32)
-        sgemm(1.0, self.ref_.onehot.T, onehot.T, beta=0.0, c=out.T, trans_a=1, trans_b=0, overwrite_c=1)
+        out = np.empty((onehot.shape[0], self.n_ref - start), dtype=np.float32)
+        sgemm(1.0, self.ref_.onehot[start:].T, onehot.T, beta=0.0, c=out.T, trans_a=1, trans_b=0, overwrite_c=1)
         return out
 
     def _subtract_matches(self, key: np.ndarray, onehot: np.ndarray) -> None:
@@ -707,6 +722,10 @@ class GowerDistance(Distance):
             return self._exact_given(q, local_rows + start, refs, h)
 
         return PrunedBlock(matches=self._matches(q.onehot[rows], q.codes[rows]), exact=exact)
+
+    def symmetric_exact(self) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None:
+        # |a - t| = |t - a| and the missing-value rule are symmetric; the columns are summed in one order
+        return lambda i, j, h: self._exact_given(self.ref_, i, j, h)
 
     def _exact_given(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray, h: np.ndarray) -> np.ndarray:
         a, t = q.num[q_idx], self.ref_.num[r_idx]
