@@ -47,7 +47,9 @@ def nearest_other_distance(
     ``progress(n_rows)`` follows the search. :func:`tabmem.memorization.selfsearch.nearest_other_distances`
     computes it once per training table."""
     if len(reference) == index.n_reference_ and active_sharding() is None and device.current() is None:
-        found = nearest_other(index.distance_, n_jobs=index.n_jobs, memory_budget=index.memory_budget, progress=progress)
+        found = nearest_other(
+            index.distance_, n_jobs=index.n_jobs, memory_budget=index.memory_budget, progress=progress
+        )
         if found is not None:  # each pair searched once (tabmem.neighbors.symmetric): the same distances
             return found
     idx, dist = index.kneighbors(reference, k=2, progress=progress)
