@@ -32,7 +32,7 @@ from bench_replicas import gemm_ceiling, load, noisy_resample  # noqa: E402
 HERE = Path(__file__).resolve().parent
 
 
-def child(n: int, distance: str, rows: int, repeats: int, self_search: bool, data_dir: str) -> dict:
+def child(n: int, distance: str, rows: int, repeats: int, self_search: bool, data_dir: str, part: str) -> dict:
     from threadpoolctl import threadpool_limits
 
     from tabmem.data.datasets import load_dataset
@@ -53,7 +53,12 @@ def child(n: int, distance: str, rows: int, repeats: int, self_search: bool, dat
     cpu, digest = [], ""
     for _ in range(repeats):
         t = time.process_time()
-        if self_search:
+        if part == "matches":  # the match counts alone, of every block of the query rows (128 rows each)
+            q = index.prepare(queries)
+            out = np.concatenate(
+                [index.distance_._matches(None, q.codes[s : s + 128]) for s in range(0, rows, 128)], axis=0
+            )
+        elif self_search:
             out = nearest_other_distance(index, train)
         else:
             out = np.concatenate(index.kneighbors(queries, k=2), axis=1)
@@ -72,13 +77,21 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="searches per child")
     parser.add_argument("--pairs", type=int, default=2, help="old/new child pairs, alternated")
     parser.add_argument("--self-search", action="store_true")
+    parser.add_argument(
+        "--part", choices=("search", "matches"), default="search", help="matches: the match counts only"
+    )
     parser.add_argument("--data-dir", default=os.environ.get("TABMEM_DATA_DIR", "../shared/datasets"))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.n, args.distance, args.rows, args.repeats, args.self_search, args.data_dir)))
+        print(
+            json.dumps(
+                child(args.n, args.distance, args.rows, args.repeats, args.self_search, args.data_dir, args.part)
+            )
+        )
         return
     what = "self-search" if args.self_search else f"{args.rows} query rows"
+    what += ", match counts only" if args.part == "matches" else ""
     print(f"{args.distance}, {what} x {args.n:,} reference rows; {load()} at start", flush=True)
     got: dict[str, list[dict]] = {"old": [], "new": []}
     for p in range(args.pairs):
@@ -98,6 +111,7 @@ def main() -> None:
             ]
             cmd += ["--rows", str(args.rows), "--repeats", str(args.repeats), "--data-dir", args.data_dir]
             cmd += ["--self-search"] if args.self_search else []
+            cmd += ["--part", args.part]
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
             r = json.loads(done.stdout.strip().splitlines()[-1])
             got[name].append(r)
