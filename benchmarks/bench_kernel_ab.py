@@ -1,9 +1,11 @@
 """One search kernel, two source trees, alternated in fresh processes: CPU seconds and the ratio to the GEMM floor.
 
-Usage (from the repo root; ``--old-src`` a checkout of the code before the change, e.g. ``git worktree``)::
+Usage (from the repo root; ``--old-src`` a checkout of the code before the change, e.g.
+``git archive <commit> src | tar -x -C /tmp/old``)::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_kernel_ab.py --old-src /path/to/old/src --n 300000 --distance fang2024
     OMP_NUM_THREADS=1 python benchmarks/bench_kernel_ab.py --old-src /path/to/old/src --n 100000 --self-search
+    OMP_NUM_THREADS=1 python benchmarks/bench_kernel_ab.py --old-src - --n 100000 --repeats 3 --self-search-paths
 
 Each child builds the N-row training table of ``bench_scale.py`` (Adult resampled and jittered), fits
 the index (one thread), measures this machine's float32/float64 GEMM rates per CPU second (the floor,
@@ -11,6 +13,8 @@ the index (one thread), measures this machine's float32/float64 GEMM rates per C
 against all N training rows (``--self-search``: the training table's whole self-search,
 :func:`tabmem.memorization.authenticity.nearest_other_distance`, instead). Children alternate
 old, new, new, old, ...; the results of both trees must be the same bytes (checked).
+``--self-search-paths``: in one process (this tree), the ``gower`` self-search by the k-nearest search
+and by the symmetric one (``tabmem.neighbors.symmetric``), alternated.
 """
 
 from __future__ import annotations
@@ -67,6 +71,40 @@ def child(n: int, distance: str, rows: int, repeats: int, self_search: bool, dat
     return {"cpu": cpu, "floor": floor, "c32": c32, "c64": c64, "digest": digest}
 
 
+def self_search_paths(n: int, repeats: int, n_jobs: int, data_dir: str) -> None:
+    """In one process, alternated: the self-search by the k-nearest search (k = 2, the path before
+    ``tabmem.neighbors.symmetric``) and by the symmetric search (each pair once); the same bytes."""
+    from tabmem.data.datasets import load_dataset
+    from tabmem.neighbors import NeighborIndex
+    from tabmem.neighbors.symmetric import nearest_other
+
+    ds = load_dataset("adult", data_dir=data_dir)
+    train = noisy_resample(ds.train, ds.schema, n, seed=1)
+    index = NeighborIndex("gower", n_jobs=n_jobs).fit(train, ds.schema)
+
+    def knn() -> np.ndarray:
+        idx, dist = index.kneighbors(train, k=2)
+        return np.where(idx[:, 0] == np.arange(n), dist[:, 1], dist[:, 0])
+
+    def sym() -> np.ndarray:
+        return nearest_other(index.distance_, n_jobs=n_jobs)  # type: ignore[return-value]
+
+    spent: dict[str, list[float]] = {"k-nearest": [], "symmetric": []}
+    for r in range(repeats):
+        out = {}
+        for name, fn in [("k-nearest", knn), ("symmetric", sym)][:: 1 if r % 2 == 0 else -1]:
+            t = time.process_time()
+            out[name] = fn()
+            spent[name].append(time.process_time() - t)
+        assert out["k-nearest"].tobytes() == out["symmetric"].tobytes()
+    a, b = np.median(spent["k-nearest"]), np.median(spent["symmetric"])
+    print(
+        f"gower self-search of {n:,} rows, {n_jobs} thread(s), {repeats} alternated repeats, same bytes: "
+        f"CPU s k-nearest {[round(x, 2) for x in spent['k-nearest']]}, symmetric "
+        f"{[round(x, 2) for x in spent['symmetric']]}; median {a:.2f} / {b:.2f} = {a / b:.2f}x; {load()}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old-src", required=True, help="the src/ folder of the code before the change")
@@ -82,7 +120,11 @@ def main() -> None:
     )
     parser.add_argument("--data-dir", default=os.environ.get("TABMEM_DATA_DIR", "../shared/datasets"))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--self-search-paths", action="store_true", help="k-nearest vs symmetric self-search")
     args = parser.parse_args()
+    if args.self_search_paths:
+        self_search_paths(args.n, args.repeats, 1, args.data_dir)
+        return
     if args.child:
         print(
             json.dumps(
