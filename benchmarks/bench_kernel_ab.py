@@ -6,6 +6,7 @@ Usage (from the repo root; ``--old-src`` a checkout of the code before the chang
     OMP_NUM_THREADS=1 python benchmarks/bench_kernel_ab.py --old-src /path/to/old/src --n 300000 --distance fang2024
     OMP_NUM_THREADS=1 python benchmarks/bench_kernel_ab.py --old-src /path/to/old/src --n 100000 --self-search
     OMP_NUM_THREADS=1 python benchmarks/bench_kernel_ab.py --old-src - --n 100000 --repeats 3 --self-search-paths
+    OMP_NUM_THREADS=1 python benchmarks/bench_kernel_ab.py --old-src - --n 1000000 --rows 44 --repeats 10 --pruned-chunks
 
 Each child builds the N-row training table of ``bench_scale.py`` (Adult resampled and jittered), fits
 the index (one thread), measures this machine's float32/float64 GEMM rates per CPU second (the floor,
@@ -14,7 +15,8 @@ against all N training rows (``--self-search``: the training table's whole self-
 :func:`tabmem.memorization.authenticity.nearest_other_distance`, instead). Children alternate
 old, new, new, old, ...; the results of both trees must be the same bytes (checked).
 ``--self-search-paths``: in one process (this tree), the ``gower`` self-search by the k-nearest search
-and by the symmetric one (``tabmem.neighbors.symmetric``), alternated.
+and by the symmetric one (``tabmem.neighbors.symmetric``), alternated. ``--pruned-chunks``: in one
+process, the pruned search's passes over one block, whole-block or on row chunks, alternated.
 """
 
 from __future__ import annotations
@@ -105,6 +107,34 @@ def self_search_paths(n: int, repeats: int, n_jobs: int, data_dir: str) -> None:
     )
 
 
+def pruned_chunks(n: int, rows: int, repeats: int, distance: str, data_dir: str) -> None:
+    """In one process, alternated: the pruned search's passes (after the match counts) over one block of
+    ``rows`` x ``n`` as whole-block passes and on row chunks that stay in cache (``blocked._CACHE_BYTES``)."""
+    import tabmem.neighbors.blocked as blocked
+    from tabmem.data.datasets import load_dataset
+    from tabmem.neighbors import NeighborIndex
+
+    ds = load_dataset("adult", data_dir=data_dir)
+    train = noisy_resample(ds.train, ds.schema, n, seed=1)
+    index = NeighborIndex(distance, n_jobs=1).fit(train, ds.schema)
+    q = index.prepare(noisy_resample(train, ds.schema, rows, seed=2))
+    pb = index.distance_.pruned_block(q, slice(0, rows))
+    chunk = blocked._CACHE_BYTES
+    spent: dict[str, list[float]] = {"whole": [], "chunks": []}
+    for r in range(repeats):
+        for name, value in [("whole", 1 << 62), ("chunks", chunk)][:: 1 if r % 2 == 0 else -1]:
+            blocked._CACHE_BYTES = value
+            t = time.process_time()
+            blocked._search_pruned(index.distance_, pb, 2)
+            spent[name].append(time.process_time() - t)
+    blocked._CACHE_BYTES = chunk
+    a, b = np.median(spent["whole"]) * 1e3, np.median(spent["chunks"]) * 1e3
+    print(
+        f"{distance} pruned passes of one {rows} x {n:,} block, {repeats} alternated repeats, CPU ms median: "
+        f"whole {a:.1f}, row chunks {b:.1f}: {a / b:.2f}x; {load()}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old-src", required=True, help="the src/ folder of the code before the change")
@@ -121,7 +151,11 @@ def main() -> None:
     parser.add_argument("--data-dir", default=os.environ.get("TABMEM_DATA_DIR", "../shared/datasets"))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--self-search-paths", action="store_true", help="k-nearest vs symmetric self-search")
+    parser.add_argument("--pruned-chunks", action="store_true", help="pruned passes: whole block vs row chunks")
     args = parser.parse_args()
+    if args.pruned_chunks:
+        pruned_chunks(args.n, args.rows, args.repeats, args.distance, args.data_dir)
+        return
     if args.self_search_paths:
         self_search_paths(args.n, args.repeats, 1, args.data_dir)
         return
