@@ -38,7 +38,9 @@ from bench_replicas import gemm_ceiling, load, noisy_resample  # noqa: E402
 HERE = Path(__file__).resolve().parent
 
 
-def child(n: int, distance: str, rows: int, repeats: int, self_search: bool, data_dir: str, part: str) -> dict:
+def child(
+    n: int, distance: str, rows: int, repeats: int, self_search: bool, data_dir: str, part: str, holdout: bool
+) -> dict:
     from threadpoolctl import threadpool_limits
 
     from tabmem.data.datasets import load_dataset
@@ -48,7 +50,7 @@ def child(n: int, distance: str, rows: int, repeats: int, self_search: bool, dat
     ds = load_dataset("adult", data_dir=data_dir)
     train = noisy_resample(ds.train, ds.schema, n, seed=1)
     index = NeighborIndex(distance, n_jobs=1).fit(train, ds.schema)
-    queries = noisy_resample(train, ds.schema, rows, seed=2)
+    queries = noisy_resample(ds.test if holdout else train, ds.schema, rows, seed=3 if holdout else 2)
     with threadpool_limits(1):
         c32 = gemm_ceiling(np.float32, clock=time.process_time)
         c64 = gemm_ceiling(np.float64, clock=time.process_time)
@@ -145,6 +147,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="searches per child")
     parser.add_argument("--pairs", type=int, default=2, help="old/new child pairs, alternated")
     parser.add_argument("--self-search", action="store_true")
+    parser.add_argument("--holdout", action="store_true", help="query rows: Adult's test split resampled (seed 3)")
     parser.add_argument(
         "--part", choices=("search", "matches"), default="search", help="matches: the match counts only"
     )
@@ -160,14 +163,14 @@ def main() -> None:
         self_search_paths(args.n, args.repeats, 1, args.data_dir)
         return
     if args.child:
-        print(
-            json.dumps(
-                child(args.n, args.distance, args.rows, args.repeats, args.self_search, args.data_dir, args.part)
-            )
+        point = child(
+            args.n, args.distance, args.rows, args.repeats, args.self_search, args.data_dir, args.part, args.holdout
         )
+        print(json.dumps(point))
         return
     what = "self-search" if args.self_search else f"{args.rows} query rows"
     what += ", match counts only" if args.part == "matches" else ""
+    what += " (holdout rows)" if args.holdout else ""
     print(f"{args.distance}, {what} x {args.n:,} reference rows; {load()} at start", flush=True)
     got: dict[str, list[dict]] = {"old": [], "new": []}
     for p in range(args.pairs):
@@ -187,7 +190,7 @@ def main() -> None:
             ]
             cmd += ["--rows", str(args.rows), "--repeats", str(args.repeats), "--data-dir", args.data_dir]
             cmd += ["--self-search"] if args.self_search else []
-            cmd += ["--part", args.part]
+            cmd += ["--part", args.part] + (["--holdout"] if args.holdout else [])
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
             r = json.loads(done.stdout.strip().splitlines()[-1])
             got[name].append(r)
