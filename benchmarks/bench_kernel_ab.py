@@ -14,7 +14,7 @@ the index (one thread), measures this machine's float32/float64 GEMM rates per C
 against all N training rows (``--self-search``: the training table's whole self-search,
 :func:`tabmem.memorization.authenticity.nearest_other_distance`, instead). Children alternate
 old, new, new, old, ...; the results of both trees must be the same bytes (checked).
-``--self-search-paths``: in one process (this tree), the ``gower`` self-search by the k-nearest search
+``--self-search-paths``: in one process (this tree), the ``--distance`` self-search by the k-nearest search
 and by the symmetric one (``tabmem.neighbors.symmetric``), alternated. ``--pruned-chunks``: in one
 process, the pruned search's passes over one block, whole-block or on row chunks, alternated.
 """
@@ -75,7 +75,7 @@ def child(
     return {"cpu": cpu, "floor": floor, "c32": c32, "c64": c64, "digest": digest}
 
 
-def self_search_paths(n: int, repeats: int, n_jobs: int, data_dir: str) -> None:
+def self_search_paths(n: int, repeats: int, n_jobs: int, data_dir: str, distance: str) -> None:
     """In one process, alternated: the self-search by the k-nearest search (k = 2, the path before
     ``tabmem.neighbors.symmetric``) and by the symmetric search (each pair once); the same bytes."""
     from tabmem.data.datasets import load_dataset
@@ -84,7 +84,7 @@ def self_search_paths(n: int, repeats: int, n_jobs: int, data_dir: str) -> None:
 
     ds = load_dataset("adult", data_dir=data_dir)
     train = noisy_resample(ds.train, ds.schema, n, seed=1)
-    index = NeighborIndex("gower", n_jobs=n_jobs).fit(train, ds.schema)
+    index = NeighborIndex(distance, n_jobs=n_jobs).fit(train, ds.schema)
 
     def knn() -> np.ndarray:
         idx, dist = index.kneighbors(train, k=2)
@@ -103,7 +103,7 @@ def self_search_paths(n: int, repeats: int, n_jobs: int, data_dir: str) -> None:
         assert out["k-nearest"].tobytes() == out["symmetric"].tobytes()
     a, b = np.median(spent["k-nearest"]), np.median(spent["symmetric"])
     print(
-        f"gower self-search of {n:,} rows, {n_jobs} thread(s), {repeats} alternated repeats, same bytes: "
+        f"{distance} self-search of {n:,} rows, {n_jobs} thread(s), {repeats} alternated repeats, same bytes: "
         f"CPU s k-nearest {[round(x, 2) for x in spent['k-nearest']]}, symmetric "
         f"{[round(x, 2) for x in spent['symmetric']]}; median {a:.2f} / {b:.2f} = {a / b:.2f}x; {load()}"
     )
@@ -160,7 +160,7 @@ def main() -> None:
         pruned_chunks(args.n, args.rows, args.repeats, args.distance, args.data_dir)
         return
     if args.self_search_paths:
-        self_search_paths(args.n, args.repeats, 1, args.data_dir)
+        self_search_paths(args.n, args.repeats, 1, args.data_dir, args.distance)
         return
     if args.child:
         point = child(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from test_fang2024_kernel import brute
 
 from tabmem.data.schema import Schema
 from tabmem.neighbors import NeighborIndex
@@ -40,28 +41,32 @@ def _kneighbors_path(index: NeighborIndex, train: pd.DataFrame) -> np.ndarray:
     return np.where(own, dist[:, 1], dist[:, 0])
 
 
-def _brute(index: NeighborIndex) -> np.ndarray:
+def _brute(index: NeighborIndex, train: pd.DataFrame) -> np.ndarray:
+    """Float64 brute force, pair by pair (``fang2024``: the papers' formula, columns summed in order)."""
     d = index.distance_
     n = d.n_ref
-    out = np.full(n, np.inf)
-    for i in range(n):
-        j = np.delete(np.arange(n), i)
-        out[i] = d.pair_distances(d.ref_, np.full(n - 1, i), j).min()
-    return out
+    if index.distance == "fang2024":
+        full = brute(train, train, SCHEMA)
+    else:
+        full = np.stack([d.pair_distances(d.ref_, np.full(n, i), np.arange(n)) for i in range(n)])
+    np.fill_diagonal(full, np.inf)
+    return full.min(axis=1)
 
 
+@pytest.mark.parametrize("distance", ["gower", "fang2024"])
 @pytest.mark.parametrize("nan", [False, True])
 @pytest.mark.parametrize("coarse", [False, True])
 @pytest.mark.parametrize("n_jobs,budget", [(1, 1 << 30), (2, 1 << 14), (3, 1 << 12)])
-def test_equals_kneighbors_and_brute_force_bit_for_bit(nan, coarse, n_jobs, budget):
+def test_equals_kneighbors_and_brute_force_bit_for_bit(distance, nan, coarse, n_jobs, budget):
     n = 300
     train = _table(n, 1, nan=nan, coarse=coarse)
-    index = NeighborIndex("gower", n_jobs=n_jobs, memory_budget=budget).fit(train, SCHEMA)
+    index = NeighborIndex(distance, n_jobs=n_jobs, memory_budget=budget).fit(train, SCHEMA)
     seen: list[int] = []
     sym = nearest_other(index.distance_, n_jobs=n_jobs, memory_budget=budget, progress=seen.append)
     assert sym is not None
     assert sym.tobytes() == _kneighbors_path(index, train).tobytes()
-    assert sym.tobytes() == _brute(index).tobytes()
+    if not (nan and distance == "fang2024"):  # the papers' formula has no missing values
+        assert sym.tobytes() == _brute(index, train).tobytes()
     assert sym[3] == sym[7] == sym[0] == sym[n - 1] == 0.0
     assert sum(seen) == n and min(seen) >= 0
 
@@ -77,13 +82,14 @@ def test_the_audit_path_uses_it_and_falls_back_where_it_does_not_apply(monkeypat
         index = NeighborIndex(distance).fit(train, SCHEMA)
         got = authenticity.nearest_other_distance(index, train)
         assert got.tobytes() == _kneighbors_path(index, train).tobytes()
-    assert len(calls) == 3  # tried every time; fang2024 and l2 (no symmetric formula) fall back
-    assert nearest_other(NeighborIndex("fang2024").fit(train, SCHEMA).distance_) is None
+    assert len(calls) == 3  # tried every time; l2 (no categorical pruning, no symmetric pairs) falls back
+    assert nearest_other(NeighborIndex("l2").fit(train, SCHEMA).distance_) is None
 
 
-def test_one_row_and_no_categorical_columns_fall_back():
-    one = NeighborIndex("gower").fit(_table(20, 3).iloc[:1], SCHEMA)
+@pytest.mark.parametrize("distance", ["gower", "fang2024"])
+def test_one_row_and_no_categorical_columns_fall_back(distance):
+    one = NeighborIndex(distance).fit(_table(20, 3).iloc[:1], SCHEMA)
     assert nearest_other(one.distance_) is None
     numeric = Schema(("x", "y"), ("x", "y"), ())
-    index = NeighborIndex("gower").fit(_table(20, 3)[["x", "y"]], numeric)
+    index = NeighborIndex(distance).fit(_table(20, 3)[["x", "y"]], numeric)
     assert nearest_other(index.distance_) is None

@@ -165,6 +165,21 @@ class PrunedBlock:
     exact: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
+@dataclass
+class SymmetricPairs:
+    """Pairs of reference rows ``(i, j)`` evaluated for both rows at once (:mod:`tabmem.neighbors.symmetric`).
+
+    ``exact(i, j, h)`` returns the exact float64 distances ``(d(i, j), d(j, i))`` given the pairs'
+    mismatch counts ``h``, each bit for bit what the k-nearest search computes for that query row;
+    ``prepare(rows)``, when given, must first run once for every block of rows (per-row state, e.g.
+    ``fang2024``'s spreads; blocks may run on threads), costing ``prepare_share`` of the whole search.
+    """
+
+    exact: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+    prepare: Callable[[slice], None] | None = None
+    prepare_share: float = 0.0
+
+
 class Distance:
     """Base class: fit on a reference table, then evaluate query blocks."""
 
@@ -244,9 +259,9 @@ class Distance:
         """A :class:`PrunedBlock` for ``rows``, or ``None`` where the distance has no categorical bound."""
         return None
 
-    def symmetric_exact(self) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None:
-        """``exact(i, j, h)``: exact distances of reference-row pairs given their mismatch counts, where
-        ``d(i, j) = d(j, i)`` bit for bit (:mod:`tabmem.neighbors.symmetric`); ``None``: not symmetric."""
+    def symmetric_pairs(self) -> "SymmetricPairs | None":
+        """The reference table's pairs evaluated from both sides at once (:mod:`tabmem.neighbors.symmetric`);
+        ``None`` where the distance does not offer it."""
         return None
 
     def _lookup_setup(self) -> None:
@@ -518,6 +533,32 @@ class Fang2024Distance(Distance):
                         emax[i] = vals.max()
         return emin, emax
 
+    def symmetric_pairs(self) -> SymmetricPairs | None:
+        """Each row's distances are normalised by its own ``e`` extremes over all reference rows:
+        ``prepare`` finds them (the same pass as the search's), then a pair's ``e`` is computed once
+        (``(a - b)^2 = (b - a)^2``, columns summed in one order) and normalised for each side."""
+        ref = self.ref_
+        u = ref.aug[:, : self._k]  # type: ignore[index]
+        sq = ref.aug[:, self._k + 1]  # type: ignore[index]
+        q = Queries(num=ref.num, miss=ref.miss, onehot=ref.onehot, codes=ref.codes, unorm=ref.unorm)
+        q.aug = np.column_stack([-2.0 * u, sq, np.ones(len(u))])  # the query layout of prepare()
+        n = len(ref)
+        emin, emax = np.zeros(n), np.zeros(n)
+        m = float(self.n_columns_)
+
+        def prepare(rows: slice) -> None:
+            emin[rows], emax[rows] = self._extremes(q, rows, np.arange(rows.start, rows.stop))
+
+        def exact(i: np.ndarray, j: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            e = self._exact_e(q, i, j)
+            out = []
+            for a in (i, j):
+                spread = emax[a] - emin[a]
+                out.append(((e - emin[a]) / np.where(spread > 0, spread, 1.0) + h) / m)
+            return out[0], out[1]
+
+        return SymmetricPairs(exact=exact, prepare=prepare, prepare_share=0.5)
+
     def pruned_block(self, q: Queries, rows: slice) -> PrunedBlock | None:
         if q.onehot.shape[1] == 0:
             return None
@@ -723,9 +764,14 @@ class GowerDistance(Distance):
 
         return PrunedBlock(matches=self._matches(q.onehot[rows], q.codes[rows]), exact=exact)
 
-    def symmetric_exact(self) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None:
-        # |a - t| = |t - a| and the missing-value rule are symmetric; the columns are summed in one order
-        return lambda i, j, h: self._exact_given(self.ref_, i, j, h)
+    def symmetric_pairs(self) -> "SymmetricPairs | None":
+        # |a - t| = |t - a| and the missing-value rule are symmetric, the columns summed in one order:
+        # d(i, j) = d(j, i) bit for bit, evaluated once
+        def exact(i: np.ndarray, j: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            d = self._exact_given(self.ref_, i, j, h)
+            return d, d
+
+        return SymmetricPairs(exact=exact)
 
     def _exact_given(self, q: Queries, q_idx: np.ndarray, r_idx: np.ndarray, h: np.ndarray) -> np.ndarray:
         a, t = q.num[q_idx], self.ref_.num[r_idx]
