@@ -23,7 +23,9 @@ numerical product). Ratios: search / floor (the kernel), audit / floor of the se
 Sizes listed under ``--probe-sizes`` are run whole except their searches, cut to their first
 ``--probe-rows`` query rows (each other query row gets a recycled answer): the fitted state, the blocks
 and the outputs are full size, so the peak memory is measured, and the search seconds are the
-measured seconds per query row times the rows (marked ``searches cut``). Points listed under
+measured seconds per query row times the rows (marked ``searches cut``); there the training table's
+self-search runs as a k-nearest search (the symmetric one, ``tabmem.neighbors.symmetric``, cannot be
+cut by query rows): an upper bound of a ``gower`` cold audit. Points listed under
 ``--extrapolate`` are not run: their times are the largest measured point's
 ratio times their floor plus its other work scaled by N, their memory a straight line through
 the measured peaks in N; they are marked ``extrapolated``.
@@ -120,9 +122,13 @@ def _cut_searches(probe: int) -> None:
     """Every ``NeighborIndex.kneighbors`` searches its first ``probe`` query rows only (``child``)."""
     import dataclasses
 
+    import tabmem.memorization.authenticity as authenticity
     import tabmem.neighbors.index as index_module
 
     search = index_module.kneighbors
+    # the symmetric self-search (tabmem.neighbors.symmetric) cannot be cut by query rows: the probe
+    # times the k-nearest self-search instead (twice its cost: an upper bound)
+    authenticity.nearest_other = lambda *args, **kwargs: None  # type: ignore[assignment]
 
     def cut(distance, queries, k=2, **kwargs):  # noqa: ANN001, ANN202 - kneighbors' signature
         n_q = len(queries)

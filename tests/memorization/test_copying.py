@@ -75,6 +75,27 @@ def test_copying_test_equals_its_definition_and_detects_copies():
     assert res.p_value == pytest.approx(norm.cdf(res.z))
 
 
+def test_large_tables_fit_the_cells_on_a_sample_and_assign_in_chunks(monkeypatch):
+    """Above FIT_ROWS the k-means is fitted on a seeded sample; every row gets its nearest centre,
+    chunk by chunk, the same labels as one call; the test still equals its definition."""
+    import tabmem.memorization.copying as copying
+
+    monkeypatch.setattr(copying, "FIT_ROWS", 300)
+    monkeypatch.setattr(copying, "CHUNK_ROWS", 256)
+    train, holdout = _gauss(1000, 0), _gauss(700, 1)
+    rng = np.random.default_rng(2)
+    copies = train.iloc[rng.choice(1000, 600, replace=False)].reset_index(drop=True) + rng.normal(0, 1e-3, (600, 2))
+    test = DataCopyingTest(n_cells=5, distance="l2", random_state=0).fit(train, SCHEMA)
+    assert len(test.kmeans_.labels_) == 300
+    t = (train - train.mean()) / train.std(ddof=0)
+    assert (test.train_cells_ == test.kmeans_.predict(t.to_numpy())).all()
+    again = DataCopyingTest(n_cells=5, distance="l2", random_state=0).fit(train, SCHEMA)
+    assert (again.kmeans_.cluster_centers_ == test.kmeans_.cluster_centers_).all()  # same seed, same cells
+    res = test.test(copies, holdout)
+    assert res.c_t == pytest.approx(_brute_c_t(test, train, copies, holdout), rel=1e-9)
+    assert res.z < -10
+
+
 def test_copying_test_sees_underfitting_and_stays_calm_on_fresh_rows():
     train, holdout = _gauss(600, 0), _gauss(300, 1)
     test = DataCopyingTest(n_cells=5, distance="l2", random_state=0).fit(train, SCHEMA)

@@ -227,3 +227,18 @@ def test_match_counts_summed_in_column_tiles(monkeypatch, k: int, cats: str) -> 
     assert dist._groups is not None and (len(dist._groups) > 1) == (cats == "wide")  # one table, or several
     np.testing.assert_array_equal(dist.pruned_block(prepared, slice(0, len(queries))).matches, expected)
     check_pruned_search(ref4, queries, FOUR, k=k, block_rows=16)
+
+
+@pytest.mark.parametrize("cache_bytes", [1, 450])
+def test_pruned_passes_in_row_chunks(monkeypatch, cache_bytes: int) -> None:
+    """The pruned search's passes over a block run on chunks of rows (1 row, or 2 rows and a ragged last
+    chunk here): the same neighbours as the float64 brute force, with duplicates and ties."""
+    import tabmem.neighbors.blocked as blocked
+
+    ref, q = far_from_mean(5, n_ref=200, n_q=60)
+    ref4 = four_cats(ref, 4)
+    queries = four_cats(q, 6, ref4)
+    monkeypatch.setattr(blocked, "_CACHE_BYTES", cache_bytes)
+    check_pruned_contract(ref4, queries, FOUR)
+    for k in (1, 2, 3):
+        check_pruned_search(ref4, queries, FOUR, k=k, block_rows=16)

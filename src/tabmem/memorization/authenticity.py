@@ -26,7 +26,9 @@ import numpy as np
 import pandas as pd
 
 from tabmem.data.schema import ValidatedTable
-from tabmem.neighbors import NeighborIndex
+from tabmem.neighbors import NeighborIndex, device
+from tabmem.neighbors.shards import active_sharding
+from tabmem.neighbors.symmetric import nearest_other
 
 __all__ = ["authenticity", "nearest_other_distance", "nndr_summary"]
 
@@ -44,6 +46,12 @@ def nearest_other_distance(
     same order), the distance to its nearest *other* row (0 when it has an exact duplicate).
     ``progress(n_rows)`` follows the search. :func:`tabmem.memorization.selfsearch.nearest_other_distances`
     computes it once per training table."""
+    if len(reference) == index.n_reference_ and active_sharding() is None and device.current() is None:
+        found = nearest_other(
+            index.distance_, n_jobs=index.n_jobs, memory_budget=index.memory_budget, progress=progress
+        )
+        if found is not None:  # each pair searched once (tabmem.neighbors.symmetric): the same distances
+            return found
     idx, dist = index.kneighbors(reference, k=2, progress=progress)
     own = idx[:, 0] == np.arange(len(reference))
     return np.where(own, dist[:, 1], dist[:, 0])

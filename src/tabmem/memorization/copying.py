@@ -24,6 +24,13 @@ As in the paper, no tie correction is applied to the variance (with many ties, e
 at distance 0, this makes ``|Z|`` smaller, i.e. conservative). The reference code subtracts a
 continuity correction of 0.5 from the null mean; ``continuity_correction=True`` reproduces it.
 
+Memory is linear in the rows with a small constant: k-means is fitted on at most
+:data:`FIT_ROWS` training rows (all of them up to that size; above it a sample drawn with the
+seed), every row is then assigned to its nearest centre in chunks of :data:`CHUNK_ROWS` rows, and
+one cell's index is held at a time. Any partition fitted on the training table alone keeps the
+test valid (its null distribution does not depend on how the cells were found); a sample of 50,000
+rows places 10 centres about as well as the whole table, at a fraction of the time and memory.
+
 Distances: any registered distance (``distance=``; the audit's), evaluated exactly
 (:class:`~tabmem.neighbors.NeighborIndex`) against the training rows of the cell
 (``neighbors="cell"``, the paper) or of the whole table (``neighbors="global"``). Cells come
@@ -48,6 +55,9 @@ from tabmem.neighbors import NeighborIndex
 from tabmem.neighbors.distances import get_distance
 
 __all__ = ["CopyingResult", "DataCopyingTest", "mann_whitney_z"]
+
+FIT_ROWS = 50_000  # k-means is fitted on at most this many training rows (a seeded sample; module docstring)
+CHUNK_ROWS = 1 << 16  # rows embedded at a time to assign cells
 
 Table = pd.DataFrame | ValidatedTable
 
@@ -156,39 +166,50 @@ class DataCopyingTest:
         self.encoder_ = TableEncoder(schema).fit(checked, nan="error")
         self.schema_ = schema
         self.train_ = checked.data.reset_index(drop=True)
-        self.kmeans_ = KMeans(n_clusters=k, n_init=10, random_state=seed).fit(self._embed(self.train_))
-        self.train_cells_ = self.kmeans_.labels_.astype(np.int64)
+        n = len(self.train_)
+        fit_rows = None if n <= FIT_ROWS else np.sort(np.random.default_rng(seed).choice(n, FIT_ROWS, replace=False))
+        sample = self.train_ if fit_rows is None else self.train_.iloc[fit_rows]
+        self.kmeans_ = KMeans(n_clusters=k, n_init=10, random_state=seed).fit(self._embed(sample))
+        self.train_cells_ = self.kmeans_.labels_.astype(np.int64) if fit_rows is None else self._cells(self.train_)
         get_distance(self.distance)  # unknown names fail here, listing the known ones
-        self._indexes: dict[int, Any] = {}
         return self
 
     def _embed(self, clean: pd.DataFrame) -> np.ndarray:
         enc = self.encoder_
         return np.concatenate([enc.standardized(clean), enc.one_hot(clean, scale=1.0 / np.sqrt(2.0))], axis=1)
 
+    def _cells(self, clean: pd.DataFrame) -> np.ndarray:
+        """The k-means cell of every row, embedded :data:`CHUNK_ROWS` rows at a time (bounded memory;
+        a multiple of scikit-learn's 256-row chunks: the same labels as one call)."""
+        out = np.empty(len(clean), dtype=np.int64)
+        for s in range(0, len(clean), CHUNK_ROWS):
+            out[s : s + CHUNK_ROWS] = self.kmeans_.predict(self._embed(clean.iloc[s : s + CHUNK_ROWS]))
+        return out
+
     def _index(self, cell: int) -> NeighborIndex:
         """The exact index of the training rows of ``cell`` (-1: the whole table), with the whole
-        table's encoder statistics, cached."""
-        if cell not in self._indexes:
-            rows = self.train_ if cell < 0 else self.train_.iloc[np.flatnonzero(self.train_cells_ == cell)]
-            self._indexes[cell] = NeighborIndex(self.distance, n_jobs=self.n_jobs, nan="error").fit(
-                None, encoder=self.encoder_, clean=rows
-            )
-        return self._indexes[cell]
-
-    def _distances(self, clean: pd.DataFrame, cells: np.ndarray) -> np.ndarray:
-        out = np.empty(len(clean))
-        groups = (
-            [(-1, np.arange(len(clean)))]
-            if self.neighbors == "global"
-            else [(int(c), np.flatnonzero(cells == c)) for c in np.unique(cells)]
+        table's encoder statistics."""
+        rows = self.train_ if cell < 0 else self.train_.iloc[np.flatnonzero(self.train_cells_ == cell)]
+        return NeighborIndex(self.distance, n_jobs=self.n_jobs, nan="error").fit(
+            None, encoder=self.encoder_, clean=rows
         )
-        for c, rows in groups:
-            if rows.size:
-                index = self._index(c)
-                _, d = index.kneighbors(index.distance_.prepare(clean.iloc[rows]), k=1)
-                out[rows] = d[:, 0]
-        return out
+
+    def _distances(self, tables: list[tuple[pd.DataFrame, np.ndarray]]) -> list[np.ndarray]:
+        """Each table's rows' distances to their nearest training row of their cell (or of the table);
+        one cell's index at a time, for every table (bounded memory)."""
+        outs = [np.empty(len(clean)) for clean, _ in tables]
+        cells = [-1] if self.neighbors == "global" else np.unique(np.concatenate([c for _, c in tables])).tolist()
+        for c in cells:
+            picks = [np.arange(len(clean)) if c < 0 else np.flatnonzero(of == c) for clean, of in tables]
+            if not any(p.size for p in picks):
+                continue
+            index = self._index(int(c))
+            for (clean, _), rows, out in zip(tables, picks, outs):
+                if rows.size:
+                    _, d = index.kneighbors(index.distance_.prepare(clean.iloc[rows]), k=1)
+                    out[rows] = d[:, 0]
+            del index
+        return outs
 
     def test(self, synthetic: Table, holdout: Table) -> CopyingResult:
         """Per-cell Z and the aggregate test of ``synthetic`` against ``holdout`` (module docstring)."""
@@ -199,9 +220,8 @@ class DataCopyingTest:
         if len(q) == 0 or len(p) == 0:
             raise ParameterError("the data-copying test needs synthetic and holdout rows (one of them is empty)")
         q, p = q.reset_index(drop=True), p.reset_index(drop=True)
-        q_cells = self.kmeans_.predict(self._embed(q)).astype(np.int64)
-        p_cells = self.kmeans_.predict(self._embed(p)).astype(np.int64)
-        lq, lp = self._distances(q, q_cells), self._distances(p, p_cells)
+        q_cells, p_cells = self._cells(q), self._cells(p)
+        lq, lp = self._distances([(q, q_cells), (p, p_cells)])
         m, n, k = len(q), len(p), int(self.n_cells)
         tau = float(self.tau) if self.tau is not None else min(20.0 / m, 1.0)
         rows = []

@@ -57,6 +57,7 @@ _DEPENDS_ON = (
     "tabmem.data.fingerprint",
     "tabmem.neighbors.distances",
     "tabmem.neighbors.blocked",
+    "tabmem.neighbors.symmetric",
     "tabmem.neighbors.index",
     "tabmem.memorization.authenticity",
     "tabmem.memorization.replicas",  # fits the index the audit searches with

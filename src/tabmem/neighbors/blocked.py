@@ -44,6 +44,7 @@ DEFAULT_MEMORY_BUDGET = 1 << 30  # bytes of working memory for all workers toget
 BYTES_PER_CELL = 24  # key (<= 8) + match counts (4) + temporaries, per query x reference cell
 _PRUNED_MAX_SHARE = 0.25  # above this share of surviving pairs, the dense search is cheaper
 _PRUNED_PAIRS = 1 << 20  # surviving pairs evaluated at a time (~100 bytes each)
+_CACHE_BYTES = 1 << 20  # rows of match counts per pass of the pruned search (stays in L2 cache)
 
 
 def block_rows_for(n_ref: int, n_jobs: int, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> int:
@@ -138,23 +139,19 @@ def _search_pruned(distance: Distance, pb: PrunedBlock, k: int) -> tuple[np.ndar
     m = float(distance.n_columns_)
     r = np.arange(n_rows)
     best = np.empty((n_rows, kk), dtype=np.int64)
-    saved = []
-    for t in range(kk):  # any k distinct rows give a bound; the best-matching give a tight one
-        j = matches.argmax(axis=1)
-        dup = (best[:, :t] == j[:, None]).any(axis=1)  # all the rest are 0 (uint8 counts: no -1)
-        for i in np.flatnonzero(dup):
-            j[i] = np.setdiff1d(np.arange(t + 1), best[i, :t])[0]
-        best[:, t] = j
-        saved.append(matches[r, j].copy())
-        matches[r, j] = 0
-    for t in range(kk):
-        matches[r, best[:, t]] = saved[t]
-    h_best = n_cat - np.stack(saved, axis=1).astype(np.float64)
+    h_best = np.empty((n_rows, kk), dtype=np.float64)
+    # the passes over the block run on chunks of rows that stay in cache: a block larger than the
+    # cache is then read from memory twice in all, not once per pass (argmax, compare, nonzero)
+    step = max(1, _CACHE_BYTES // max(n_ref * matches.itemsize, 1))
+    chunks = [slice(a, min(a + step, n_rows)) for a in range(0, n_rows, step)]
+    for c in chunks:
+        best[c], h_best[c] = _best_matching(matches[c], kk, n_cat)
     d_best = pb.exact(np.repeat(r, kk), best.ravel(), h_best.ravel()).reshape(n_rows, kk)
     upper = d_best.max(axis=1) * m
     need = n_cat - np.floor(upper * (1 + 1e-12) + 1e-9)  # fewest matches a row can have and still compete
     need = np.clip(need, 0, n_cat).astype(matches.dtype)
-    flat = np.flatnonzero(matches >= need[:, None])  # 1-D: ~10x faster than a 2-D nonzero
+    # 1-D nonzero: ~10x faster than a 2-D one; row-major, as one call over the block would give
+    flat = np.concatenate([np.flatnonzero(matches[c] >= need[c, None]) + c.start * n_ref for c in chunks])
     if flat.size > _PRUNED_MAX_SHARE * n_rows * n_ref:
         return None
     idx = np.empty((n_rows, kk), dtype=np.int64)
@@ -174,6 +171,26 @@ def _search_pruned(distance: Distance, pb: PrunedBlock, k: int) -> tuple[np.ndar
         dist[start:stop] = d[take]
         start = stop
     return idx, dist
+
+
+def _best_matching(matches: np.ndarray, kk: int, n_cat: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, ``kk`` distinct reference rows with the most matches (lowest index first among equals;
+    any ``kk`` distinct rows give a bound, the best-matching a tight one) and their mismatch counts."""
+    n_rows = matches.shape[0]
+    r = np.arange(n_rows)
+    best = np.empty((n_rows, kk), dtype=np.int64)
+    saved = []
+    for t in range(kk):
+        j = matches.argmax(axis=1)
+        dup = (best[:, :t] == j[:, None]).any(axis=1)  # all the rest are 0 (uint8 counts: no -1)
+        for i in np.flatnonzero(dup):
+            j[i] = np.setdiff1d(np.arange(t + 1), best[i, :t])[0]
+        best[:, t] = j
+        saved.append(matches[r, j].copy())
+        matches[r, j] = 0
+    for t in range(kk):
+        matches[r, best[:, t]] = saved[t]
+    return best, n_cat - np.stack(saved, axis=1).astype(np.float64)
 
 
 def _search_dense(distance: Distance, queries: Queries, rows: slice, k: int) -> tuple[np.ndarray, np.ndarray]:
