@@ -116,6 +116,16 @@ class PrivateSGD:
         self.engine.accountant.history = [tuple(h) for h in state["history"]]
 
 
+def privacy_spent(generator: Any) -> tuple[float, float] | None:
+    """``(epsilon, delta)`` a generator's DP-SGD has spent: its live accountant while fitting, else the
+    state its checkpoint restored (``dp_`` / ``dp_restored_``); ``None`` without DP."""
+    dp = getattr(generator, "dp_", None)
+    if dp is not None:
+        return dp.spent()
+    restored = getattr(generator, "dp_restored_", None)
+    return None if restored is None else spent_from_state(restored)
+
+
 def spent_from_state(state: dict[str, Any]) -> tuple[float, float]:
     """``(epsilon, delta)`` of a saved accountant state (``history`` + ``delta``; a loaded model has no engine)."""
     from opacus.accountants import RDPAccountant

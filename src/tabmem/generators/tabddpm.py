@@ -45,7 +45,7 @@ from sklearn.preprocessing import QuantileTransformer
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.generators._diffusion import MixedDiffusion, MLPDenoiser
-from tabmem.generators._dp import PrivateSGD, check_dp_params, spent_from_state
+from tabmem.generators._dp import PrivateSGD, check_dp_params, privacy_spent
 from tabmem.generators.base import TabularGenerator, register_generator
 
 PAPER_LR = 0.001809824563637657
@@ -182,11 +182,7 @@ class TabDDPM(TabularGenerator):
     @property
     def privacy_spent_(self) -> tuple[float, float] | None:
         """``(epsilon, delta)`` spent so far by DP-SGD (``None`` without DP)."""
-        dp = getattr(self, "dp_", None)
-        if dp is not None:
-            return dp.spent()
-        restored = getattr(self, "dp_restored_", None)
-        return None if restored is None else spent_from_state(restored)
+        return privacy_spent(self)
 
     def _torch_modules(self) -> list[torch.nn.Module]:
         return [self.model_, self.diffusion_]

@@ -40,11 +40,12 @@ import torch
 from tabmem._checks import check_choice, check_positive_int
 from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
+from tabmem.generators._dp import privacy_spent
 from tabmem.generators._weights import weighted_token_loss
 from tabmem.generators.base import TabularGenerator, register_generator
 from tabmem.generators.llm import huggingface as hf
 from tabmem.generators.llm.decoding import DecodingPlan, plan_decoding, sample_valid_rows
-from tabmem.generators.llm.dp import DPConfig, DPTrainer, spent_from_state
+from tabmem.generators.llm.dp import DPConfig, DPTrainer
 from tabmem.generators.llm.formats import ROW_FORMATS, RowFormat, TrainingRows, shuffled_batches
 from tabmem.generators.llm.options import SamplingOptions
 
@@ -246,11 +247,7 @@ class LLMGenerator(TabularGenerator):
     @property
     def privacy_spent_(self) -> tuple[float, float] | None:
         """``(epsilon, delta)`` spent so far by DP-SGD (``None`` without DP)."""
-        dp = getattr(self, "dp_", None)
-        if dp is not None:
-            return dp.spent()
-        restored = getattr(self, "dp_restored_", None)
-        return None if restored is None else spent_from_state(restored)
+        return privacy_spent(self)
 
     # --------------------------------------------------------------- train
     def _train_epoch(self, epoch: int) -> dict[str, float]:
