@@ -154,6 +154,27 @@ class WorkerTraining:
             return {k: float(v) for k, v in value.items()}
         return {"loss": float(value) if value is not None else math.nan}
 
+    def _resume_refusal(self) -> str | None:
+        """Why a checkpoint cannot continue this package's training (``None``: resume is not refused here)."""
+        return None
+
+    def _release_fit_state(self) -> None:
+        """Drop what only the fit needed (the package's trainer, the training table) when ``fit`` returns."""
+
+    def fit(self, train: Any, schema: Any = None, **kwargs: Any) -> Any:
+        """:meth:`TabularGenerator.fit`; stops the worker and drops the fit's state when it returns."""
+        why = self._resume_refusal()
+        if why is not None and kwargs.get("resume_from") is not None:
+            raise TabmemError(
+                f"{self.name}: resume is not supported ({why}): train again from the start; the same seed "
+                "gives the same model"
+            )
+        try:
+            return super().fit(train, schema, **kwargs)  # type: ignore[misc]
+        finally:
+            self._stop_worker()
+            self._release_fit_state()
+
     def _stop_worker(self) -> None:
         worker = getattr(self, "_worker", None)
         if worker is None:

@@ -272,13 +272,9 @@ class GReaTGenerator(HandoffTraining, TabularGenerator):
         great = getattr(self, "great_", None)
         return [great.model] if great is not None else []
 
-    def fit(self, train: pd.DataFrame, schema: Schema | None = None, **kwargs: Any) -> GReaTGenerator:
-        """:meth:`TabularGenerator.fit`; the training table is dropped when it returns."""
-        try:
-            return super().fit(train, schema, **kwargs)  # type: ignore[return-value]
-        finally:
-            self._stop_worker()
-            self._fit_df = None
+    def _release_fit_state(self) -> None:
+        """The training table is dropped when ``fit`` returns."""
+        self._fit_df = None
 
     # --------------------------------------------------------------- state
     def _state_dict(self) -> dict[str, Any]:

@@ -243,15 +243,11 @@ class REaLTabFormerGenerator(HandoffTraining, TabularGenerator):
         return [rtf.model] if rtf is not None and rtf.model is not None else []
 
     # --------------------------------------------------------------- train
-    def fit(self, train: pd.DataFrame, schema: Schema | None = None, **kwargs: Any) -> REaLTabFormerGenerator:
-        """:meth:`TabularGenerator.fit`; the package's trainer and dataset are dropped when it returns."""
-        try:
-            return super().fit(train, schema, **kwargs)  # type: ignore[return-value]
-        finally:
-            self._stop_worker()
-            self._trainer = None
-            if getattr(self, "rtf_", None) is not None:
-                self.rtf_.__dict__.pop("dataset", None)
+    def _release_fit_state(self) -> None:
+        """The package's trainer and dataset are dropped when ``fit`` returns."""
+        self._trainer = None
+        if getattr(self, "rtf_", None) is not None:
+            self.rtf_.__dict__.pop("dataset", None)
 
     # --------------------------------------------------------------- state
     def _package_files(self) -> tuple[str, dict[str, torch.Tensor]]:

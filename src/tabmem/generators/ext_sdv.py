@@ -52,7 +52,7 @@ from ctgan.synthesizers.ctgan import Generator
 from ctgan.synthesizers.tvae import Decoder
 
 from tabmem._checks import check_number, check_positive_int
-from tabmem.data.schema import Schema, ValidatedTable
+from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.generators._rng import derive_seed
 from tabmem.generators._worker import EpochPause, WorkerTraining, python_numpy_rng, silenced
@@ -172,21 +172,11 @@ class _PackageGenerator(WorkerTraining, TabularGenerator):
         return self
 
     # ------------------------------------------------------------------ train
-    def fit(
-        self, train: pd.DataFrame | ValidatedTable, schema: Schema | None = None, **kwargs: Any
-    ) -> _PackageGenerator:
-        """:meth:`TabularGenerator.fit`; ``resume_from`` is refused (the module docstring says why)."""
-        if kwargs.get("resume_from") is not None:
-            raise TabmemError(
-                f"{self.name}: resume is not supported (the ctgan package keeps its {self._fit_locals} inside "
-                "fit(), so a checkpoint cannot continue training): train again from the start; the same seed "
-                "gives the same model"
-            )
-        try:
-            return super().fit(train, schema, **kwargs)  # type: ignore[return-value]
-        finally:
-            self._stop_worker()
-            self._fit_table = None
+    def _resume_refusal(self) -> str:
+        return f"the ctgan package keeps its {self._fit_locals} inside fit(), so a checkpoint cannot continue training"
+
+    def _release_fit_state(self) -> None:
+        self._fit_table = None
 
     def _build(self, train_clean: pd.DataFrame, schema: Schema) -> None:
         self._check_params()

@@ -80,7 +80,7 @@ from synthcity.plugins.generic.plugin_tvae import TVAEPlugin
 from synthcity.utils.callbacks import Callback
 
 from tabmem._checks import check_number, check_positive_int
-from tabmem.data.schema import Schema, ValidatedTable
+from tabmem.data.schema import Schema
 from tabmem.errors import TabmemError
 from tabmem.generators._rng import derive_seed
 from tabmem.generators._worker import EpochPause, Stop, WorkerTraining, python_numpy_rng, silenced
@@ -393,21 +393,13 @@ class _SynthcityGenerator(WorkerTraining, TabularGenerator):
         return self
 
     # ------------------------------------------------------------------ train
-    def fit(
-        self, train: pd.DataFrame | ValidatedTable, schema: Schema | None = None, **kwargs: Any
-    ) -> _SynthcityGenerator:
-        """:meth:`TabularGenerator.fit`; ``resume_from`` is refused (the module docstring says why)."""
-        if kwargs.get("resume_from") is not None:
-            raise TabmemError(
-                f"{self.name}: resume is not supported (synthcity keeps the epoch loop and optimizer state inside "
-                "fit(), so a checkpoint cannot continue training): train again from the start; the same seed "
-                "gives the same model"
-            )
-        try:
-            return super().fit(train, schema, **kwargs)  # type: ignore[return-value]
-        finally:
-            self._stop_worker()
-            self._fit_table = None
+    def _resume_refusal(self) -> str:
+        return (
+            "synthcity keeps the epoch loop and optimizer state inside fit(), so a checkpoint cannot continue training"
+        )
+
+    def _release_fit_state(self) -> None:
+        self._fit_table = None
 
     def _new_plugin(self) -> Any:
         kwargs = {**self._plugin_kwargs(), **(self.options or {})}
