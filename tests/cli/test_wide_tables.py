@@ -30,12 +30,13 @@ def wide(n_rows: int, n_cols: int, seed: int = 0) -> pd.DataFrame:
 def test_audit_of_a_3_by_20000_table_is_fast(tmp_path, capsys) -> None:
     path = tmp_path / "t.csv"
     wide(3, 20_000).to_csv(path, index=False)
-    start = time.perf_counter()
+    start = time.process_time()
     code, text = run(["audit", "--train", str(path), "--synthetic", str(path), "--out", str(tmp_path / "a")], capsys)
-    seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - start
     assert code == 0, text
-    # ~6 s on a loaded 2-core machine (was ~90 s: quadratic in the columns); generous bound
-    assert seconds < 60, f"audit of a 3 x 20,000 table took {seconds:.1f} s"
+    # ~6 CPU s (was ~90 s: quadratic in the columns). CPU time, not wall time: a loaded machine
+    # stretched the wall time of this test past a 60 s bound without the code getting slower.
+    assert cpu_seconds < 60, f"audit of a 3 x 20,000 table took {cpu_seconds:.1f} CPU s"
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["exact_copy_rate"] == 1.0  # every synthetic row is a training row
     rare = pd.read_csv(tmp_path / "a" / "rare_values.csv")
