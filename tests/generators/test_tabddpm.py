@@ -269,6 +269,7 @@ def test_anneal_parameters_are_checked(mixed):
         ({"anneal_from": 2.5}, "anneal_from must be a positive integer"),
         ({"schedule_epochs": 0}, "schedule_epochs must be a positive integer"),
         ({"anneal_from": 3}, r"anneal_from \(3\) must be below epochs \(3\)"),
+        ({"anneal_from": 1, "dp_epsilon": 1.0}, "not supported with DP"),
     ]:
         with pytest.raises(TabmemError, match=msg):
             TabDDPM(epochs=3, **{**TINY, **kw}).fit(df, schema)

@@ -25,6 +25,12 @@ training rows (the reference counts optimizer steps); integer training columns a
 back (the reference rounds integer-valued columns with <= 32 values to the nearest training
 value); the final weights are used (the reference keeps the lowest-batch-loss checkpoint).
 
+Anneal phase (``anneal_from`` = E, ``schedule_epochs`` = S): epochs 1..E follow the linear decay over S
+epochs, epochs E+1..``epochs`` fall linearly from the rate at E to 0; set on a model resumed from its
+epoch-E checkpoint (``set_params(epochs=E + A, anneal_from=E, schedule_epochs=S)`` then ``fit(...,
+resume_from=...)``; both are resume-mutable). :meth:`lr_at` gives the rate of any step.
+docs/mitigation.md part 9 measures it after memorization-aware checkpoint choice.
+
 DP-SGD (``dp_epsilon``; :mod:`tabmem.generators._dp`, opacus): every layer of the denoiser is a
 ``Linear`` (opacus computes their per-sample gradients; there is no normalisation layer to replace),
 the diffusion loss is a mean of per-row losses, each row draws its own timestep and noise. Batches are
@@ -146,6 +152,8 @@ class TabDDPM(TabularGenerator):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1):
                 raise TabmemError(f"TabDDPM: {name} must be a positive integer or None, got {v!r}")
+        if self.anneal_from is not None and self.dp_epsilon is not None:
+            raise TabmemError("TabDDPM: anneal_from is not supported with DP training (dp_epsilon)")
         if self.anneal_from is not None and int(self.anneal_from) >= int(self.epochs):
             raise TabmemError(
                 f"TabDDPM: anneal_from ({self.anneal_from}) must be below epochs ({self.epochs}): "
