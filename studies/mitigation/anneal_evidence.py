@@ -7,20 +7,25 @@ holdout, ``more_samples`` for 4 more samples, the DCR attack), paired with the s
 
 * ``mstop+anneal``   the chosen epoch-E checkpoint (weights AND AdamW state) trained A = round(0.25 E)
   more epochs, the learning rate falling linearly from its value at E to 0 (TabDDPM ``anneal_from=E``,
-  ``schedule_epochs`` = the run's epochs; ``train_to_dir(..., anneal_epochs=A)`` does the same); the
-  rule is re-checked on the selection holdout (``recheck``).
+  ``schedule_epochs`` = the run's epochs, resumed from the checkpoint).
 * ``mstop+anneal100``  the same with A = E (added after the first table: exploratory).
 * ``mstop+ema``      an exponential moving average of the weights (decay 0.999 per step, zero-initialised and
   bias-corrected) over a fresh training of the same seed on the run's own 2,000-epoch schedule, stopped at E
   (the raw weights at E equal the chosen snapshot's: checked per seed).
 * ``mstop+retrain``  a fresh training of the same seed whose schedule ends at E (``epochs=E``).
 
-Inputs (read-only copies): part 5's ``mstop/seedN`` and ``none/seedN`` directories (``--src``) with
-their ``eval.json``/``eval_k.json``; the models are copied into ``--out`` first. Usage::
+Every model's rule is re-checked on one more sample against the selection holdout (``recheck`` in its
+eval.json). Inputs (read-only): part 5's ``mstop/seedN`` and ``none/seedN`` directories (``--src``) with
+their ``eval.json``/``eval_k.json``; they and the models are copied into ``--out`` first (the copied
+checkpoint gets the constructor defaults of TabDDPM parameters added since it was written, which a
+resume compares). Usage::
 
     python studies/mitigation/anneal_evidence.py --src ../i25-stop/runs/i25/adult1000-mstop/tabddpm \\
-        --arms mstop+anneal mstop+retrain --seeds 0 1 2 3 4 --out runs/i25anneal/adult1000-mstop/tabddpm
+        --arms mstop+anneal mstop+retrain mstop+ema --seeds 0 1 2 3 4 --out runs/i25anneal/adult1000-mstop/tabddpm
+    python studies/mitigation/anneal_evidence.py --quality-k --out runs/i25anneal/adult1000-mstop/tabddpm
     python studies/mitigation/anneal_evidence.py --report --out runs/i25anneal/adult1000-mstop/tabddpm
+
+(``--dataset shoppers`` for Shoppers; the commands that produced docs/mitigation.md part 9 are there.)
 """
 
 from __future__ import annotations
