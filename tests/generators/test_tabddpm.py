@@ -239,6 +239,12 @@ def test_anneal_phase_learning_rate_step_by_step(mixed, tmp_path):
         def on_epoch_end(self, gen, epoch, logs):
             return epoch == 4
 
+    class StopAt5(Callback):
+        order = 200
+
+        def on_epoch_end(self, gen, epoch, logs):
+            return epoch == 5
+
     TabDDPM(epochs=10, random_state=3, **TINY).fit(
         df, schema, callbacks=[CheckpointCallback(1, tmp_path / "e4.pt"), StopAt()]
     )
@@ -256,6 +262,15 @@ def test_anneal_phase_learning_rate_step_by_step(mixed, tmp_path):
     # deterministic: the same anneal from the same checkpoint gives the same weights
     again = TabDDPM(epochs=7, anneal_from=4, schedule_epochs=10, **TINY).fit(df, schema, resume_from=tmp_path / "e4.pt")
     assert all(torch.equal(a, b) for a, b in zip(annealed.model_.parameters(), again.model_.parameters()))
+    # interrupted inside the anneal phase (after epoch 5's checkpoint) and resumed: the same weights
+    TabDDPM(epochs=7, anneal_from=4, schedule_epochs=10, **TINY).fit(
+        df, schema, resume_from=tmp_path / "e4.pt", callbacks=[CheckpointCallback(1, tmp_path / "a5.pt"), StopAt5()]
+    )
+    resumed = TabDDPM(epochs=7, anneal_from=4, schedule_epochs=10, **TINY).fit(
+        df, schema, resume_from=tmp_path / "a5.pt"
+    )
+    assert resumed.step_ == annealed.step_
+    assert all(torch.equal(a, b) for a, b in zip(annealed.model_.parameters(), resumed.model_.parameters()))
     # without anneal_from, schedule_epochs alone is the plain decay over that horizon (StopAtEpoch's warm-up)
     plain = TabDDPM(epochs=10, **TINY)
     plain.steps_per_epoch_ = 2
