@@ -209,3 +209,82 @@ def test_small_preset_on_adult_matches_marginals(shared_data_dir):
         assert abs(s[c].mean() - ds.train[c].mean()) < 0.1 * ds.train[c].std(), c
         assert 0.8 < s[c].std() / ds.train[c].std() < 1.25, c
     assert abs((s["income"] == ">50K").mean() - (ds.train["income"] == ">50K").mean()) < 0.05
+
+
+# ------------------------------------------------------------------ the anneal phase (anneal_from)
+class _Lrs(Callback):
+    """Every optimizer step's learning rate, read from the optimizer as it steps."""
+
+    def on_fit_start(self, gen):
+        self.lrs, step = [], gen.optimizer_.step
+
+        def spy(*a, **k):
+            self.lrs.append(gen.optimizer_.param_groups[0]["lr"])
+            return step(*a, **k)
+
+        gen.optimizer_.step = spy
+
+
+def test_anneal_phase_learning_rate_step_by_step(mixed, tmp_path):
+    """Epochs 1..E follow the full schedule's decay; E+1..E+A fall linearly from lr(E) to 0."""
+    df, schema = mixed  # 400 rows, batch 64: 7 steps per epoch
+    spy = _Lrs()
+    TabDDPM(epochs=10, random_state=3, **TINY).fit(df, schema, callbacks=[spy])
+    lr, spe = TINY["lr"], 7
+    assert spy.lrs == pytest.approx([lr * (1 - s / (spe * 10)) for s in range(spe * 10)], rel=1e-12, abs=0)
+
+    class StopAt(Callback):
+        order = 200
+
+        def on_epoch_end(self, gen, epoch, logs):
+            return epoch == 4
+
+    class StopAt5(Callback):
+        order = 200
+
+        def on_epoch_end(self, gen, epoch, logs):
+            return epoch == 5
+
+    TabDDPM(epochs=10, random_state=3, **TINY).fit(
+        df, schema, callbacks=[CheckpointCallback(1, tmp_path / "e4.pt"), StopAt()]
+    )
+    spy = _Lrs()
+    annealed = TabDDPM(epochs=7, anneal_from=4, schedule_epochs=10, **TINY)
+    annealed.fit(df, schema, callbacks=[spy], resume_from=tmp_path / "e4.pt")
+    lr_e = lr * (1 - 4 / 10)  # the rate at the start of epoch 5 of the 10-epoch schedule
+    assert spy.lrs == pytest.approx([lr_e * (1 - j / (spe * 3)) for j in range(spe * 3)], rel=1e-12, abs=0)
+    assert annealed.epoch_ == 7 and annealed.step_ == 7 * spe
+    # the formula over the whole run, epochs 1-4 included (the checkpoint's steps)
+    expected = [
+        lr * (1 - s / (10 * spe)) if s < 4 * spe else lr_e * (1 - (s - 4 * spe) / (3 * spe)) for s in range(7 * spe)
+    ]
+    assert [annealed.lr_at(s) for s in range(7 * spe)] == pytest.approx(expected, rel=1e-12, abs=0)
+    # deterministic: the same anneal from the same checkpoint gives the same weights
+    again = TabDDPM(epochs=7, anneal_from=4, schedule_epochs=10, **TINY).fit(df, schema, resume_from=tmp_path / "e4.pt")
+    assert all(torch.equal(a, b) for a, b in zip(annealed.model_.parameters(), again.model_.parameters()))
+    # interrupted inside the anneal phase (after epoch 5's checkpoint) and resumed: the same weights
+    TabDDPM(epochs=7, anneal_from=4, schedule_epochs=10, **TINY).fit(
+        df, schema, resume_from=tmp_path / "e4.pt", callbacks=[CheckpointCallback(1, tmp_path / "a5.pt"), StopAt5()]
+    )
+    resumed = TabDDPM(epochs=7, anneal_from=4, schedule_epochs=10, **TINY).fit(
+        df, schema, resume_from=tmp_path / "a5.pt"
+    )
+    assert resumed.step_ == annealed.step_
+    assert all(torch.equal(a, b) for a, b in zip(annealed.model_.parameters(), resumed.model_.parameters()))
+    # without anneal_from, schedule_epochs alone is the plain decay over that horizon (StopAtEpoch's warm-up)
+    plain = TabDDPM(epochs=10, **TINY)
+    plain.steps_per_epoch_ = 2
+    assert [plain.lr_at(s) for s in range(20)] == pytest.approx([lr * (1 - s / 20) for s in range(20)], abs=0)
+
+
+def test_anneal_parameters_are_checked(mixed):
+    df, schema = mixed
+    for kw, msg in [
+        ({"anneal_from": 0}, "anneal_from must be a positive integer"),
+        ({"anneal_from": 2.5}, "anneal_from must be a positive integer"),
+        ({"schedule_epochs": 0}, "schedule_epochs must be a positive integer"),
+        ({"anneal_from": 3}, r"anneal_from \(3\) must be below epochs \(3\)"),
+        ({"anneal_from": 1, "dp_epsilon": 1.0}, "not supported with DP"),
+    ]:
+        with pytest.raises(TabmemError, match=msg):
+            TabDDPM(epochs=3, **{**TINY, **kw}).fit(df, schema)

@@ -25,6 +25,12 @@ training rows (the reference counts optimizer steps); integer training columns a
 back (the reference rounds integer-valued columns with <= 32 values to the nearest training
 value); the final weights are used (the reference keeps the lowest-batch-loss checkpoint).
 
+Anneal phase (``anneal_from`` = E, ``schedule_epochs`` = S): epochs 1..E follow the linear decay over S
+epochs, epochs E+1..``epochs`` fall linearly from the rate at E to 0; set on a model resumed from its
+epoch-E checkpoint (``set_params(epochs=E + A, anneal_from=E, schedule_epochs=S)`` then ``fit(...,
+resume_from=...)``; both are resume-mutable). :meth:`lr_at` gives the rate of any step.
+docs/mitigation.md part 9 measures it after memorization-aware checkpoint choice.
+
 DP-SGD (``dp_epsilon``; :mod:`tabmem.generators._dp`, opacus): every layer of the denoiser is a
 ``Linear`` (opacus computes their per-sample gradients; there is no normalisation layer to replace),
 the diffusion loss is a mean of per-row losses, each row draws its own timestep and noise. Batches are
@@ -35,7 +41,7 @@ and the optimizer are unchanged. Not with ``sample_weight``. ``privacy_spent_`` 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 import pandas as pd
@@ -80,6 +86,8 @@ class TabDDPM(TabularGenerator):
     }
     DATASET_PRESETS = {("paper", "adult"): {"weight_decay": 5e-4}}  # the papers set it for Adult only
     supports_sample_weight = True  # a weighted mean of the per-row losses
+    #: a run resumed from an epoch-E checkpoint may be given an anneal phase (train_to_dir's anneal_epochs)
+    _RESUME_MUTABLE: ClassVar[frozenset[str]] = TabularGenerator._RESUME_MUTABLE | {"anneal_from", "schedule_epochs"}
 
     def __init__(
         self,
@@ -97,6 +105,8 @@ class TabDDPM(TabularGenerator):
         dp_epsilon: float | None = None,
         dp_delta: float | None = None,
         dp_max_grad_norm: float = 1.0,
+        anneal_from: int | None = None,
+        schedule_epochs: int | None = None,
         random_state: int | None = None,
         device: str = "auto",
     ):
@@ -113,6 +123,8 @@ class TabDDPM(TabularGenerator):
         self.dp_epsilon = dp_epsilon
         self.dp_delta = dp_delta
         self.dp_max_grad_norm = dp_max_grad_norm
+        self.anneal_from = anneal_from
+        self.schedule_epochs = schedule_epochs
         self.random_state = random_state
         self.device = device
 
@@ -136,6 +148,17 @@ class TabDDPM(TabularGenerator):
                 f"TabDDPM: need weight_decay >= 0 and 0 <= dropout < 1, got {self.weight_decay!r}, {self.dropout!r}"
             )
         check_dp_params("TabDDPM", self.dp_epsilon, self.dp_delta, self.dp_max_grad_norm)
+        for name in ("anneal_from", "schedule_epochs"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1):
+                raise TabmemError(f"TabDDPM: {name} must be a positive integer or None, got {v!r}")
+        if self.anneal_from is not None and self.dp_epsilon is not None:
+            raise TabmemError("TabDDPM: anneal_from is not supported with DP training (dp_epsilon)")
+        if self.anneal_from is not None and int(self.anneal_from) >= int(self.epochs):
+            raise TabmemError(
+                f"TabDDPM: anneal_from ({self.anneal_from}) must be below epochs ({self.epochs}): "
+                "the anneal phase is epochs anneal_from+1..epochs"
+            )
 
     def _build(self, train_clean: pd.DataFrame, schema: Schema) -> None:
         self._check_params()
@@ -198,14 +221,31 @@ class TabDDPM(TabularGenerator):
         for start in range(0, n, bs):
             yield perm[start : start + bs]
 
+    def lr_at(self, step: int) -> float:
+        """The learning rate of optimizer step ``step`` (0-based).
+
+        Linear decay from ``lr`` to 0 over ``schedule_epochs`` (default ``epochs``; TabDDPM's
+        ``_anneal_lr``). With ``anneal_from`` = E the schedule is cut at epoch E: from there the rate
+        falls linearly from its value at E to 0 at the last step of ``epochs`` (the anneal phase of a
+        model resumed from its epoch-E checkpoint; epochs 1..E are those of the original schedule).
+        """
+        spe = self.steps_per_epoch_
+        horizon = spe * int(self.schedule_epochs if self.schedule_epochs is not None else self.epochs)
+        if self.anneal_from is None:
+            return float(self.lr) * max(0.0, 1.0 - step / horizon)
+        s0 = spe * int(self.anneal_from)
+        base = float(self.lr) * max(0.0, 1.0 - min(step, s0) / horizon)
+        if step < s0:
+            return base
+        return base * max(0.0, 1.0 - (step - s0) / (spe * (int(self.epochs) - int(self.anneal_from))))
+
     def _train_epoch(self, epoch: int) -> dict[str, float]:
-        total_steps = self.steps_per_epoch_ * int(self.epochs)
         sums = torch.zeros(2, dtype=torch.float64)
         model, optimizer = (self.model_, self.optimizer_) if self.dp_ is None else (self.dp_.module, self.dp_.optimizer)
         seen = 0
-        lr = float(self.lr) * max(0.0, 1.0 - self.step_ / total_steps)
+        lr = self.lr_at(self.step_)
         for idx in self._batches():
-            lr = float(self.lr) * max(0.0, 1.0 - self.step_ / total_steps)  # linear decay (TabDDPM _anneal_lr)
+            lr = self.lr_at(self.step_)
             for group in self.optimizer_.param_groups:
                 group["lr"] = lr
             batch = (model, self._x_num[idx], self._x_codes[idx], self.torch_generator_)
