@@ -22,6 +22,12 @@ class Params:
         params = inspect.signature(cls.__init__).parameters.values()
         return [p.name for p in params if p.name != "self" and p.kind in kinds]
 
+    @classmethod
+    def _param_defaults(cls) -> dict[str, Any]:
+        """The constructor's default of each parameter that has one."""
+        params = inspect.signature(cls.__init__).parameters
+        return {k: params[k].default for k in cls._param_names() if params[k].default is not inspect.Parameter.empty}
+
     def get_params(self) -> dict[str, Any]:
         """The constructor arguments (scikit-learn convention)."""
         return {k: getattr(self, k) for k in self._param_names()}

@@ -212,6 +212,21 @@ def test_resume_checks(toy_table, tmp_path):
         load_generator(tmp_path / "junk.pt")
 
 
+def test_resume_reads_a_parameter_the_checkpoint_predates_at_its_default(toy_table, tmp_path):
+    """A checkpoint written before a parameter existed resumes when the parameter is at its default
+    (the behaviour of the version that wrote it) and is refused, naming it, when it is not."""
+    df, schema = toy_table
+    ck = tmp_path / "c"
+    ToyGenerator(epochs=2, random_state=1).fit(df, schema, checkpoint_every=1, checkpoint_path=ck)
+    old = torch.load(ck / "checkpoint.pt", weights_only=False)
+    del old["params"]["lr"]  # as if written by a version without ``lr``
+    torch.save(old, ck / "checkpoint.pt")
+    resumed = ToyGenerator(epochs=3).fit(df, schema, resume_from=ck)
+    assert resumed.epoch_ == 3 and resumed.seed_ == 1
+    with pytest.raises(TabmemError, match="lr: checkpoint 0.05 vs now 0.1"):
+        ToyGenerator(epochs=3, lr=0.1).fit(df, schema, resume_from=ck)
+
+
 def test_save_load_roundtrip(toy_table, tmp_path):
     df, schema = toy_table
     gen = ToyGenerator(random_state=4).fit(df, schema)

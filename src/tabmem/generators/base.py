@@ -431,7 +431,9 @@ class TabularGenerator(Params):
             raise TabmemError(
                 "resume_from: the checkpoint was trained on a different training table (fingerprints differ)"
             )
-        mine, theirs = self.get_params(), ckpt["params"]
+        # a parameter added after the checkpoint was written is read at its default: new parameters
+        # default to the behaviour of the versions that did not have them
+        mine, theirs = self.get_params(), {**self._param_defaults(), **ckpt["params"]}
         diff = sorted(
             k
             for k in set(mine) | set(theirs)
