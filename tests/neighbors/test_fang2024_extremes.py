@@ -160,3 +160,14 @@ def test_projection_is_selective_along_a_dominant_axis(monkeypatch) -> None:
     assert sum(counted) < 0.01 * 200 * n
     lo, hi = dist._extremes(q, slice(0, 200), np.arange(200))
     np.testing.assert_array_equal(np.stack([lo, hi]), np.stack(brute_extremes(dist, q)))
+
+
+def test_nearest_row_at_the_edge_of_the_window(monkeypatch) -> None:
+    """The rows next to the query on the axis (the first evaluated) are at e = 10.0005; the nearest row,
+    at e = 10, lies on the axis 10 away: exactly at the edge of the window they open (no column
+    covariance: the principal axis is x itself)."""
+    near = [(x, y) for x in (-0.2, -0.1, 0.1, 0.2) for y in (-10.0, 10.0)]
+    xy = np.array(near + [(10.0, 0.0), (-10.0, 0.0)] + [(x, 0.0) for x in np.arange(-975.0, 1000.0, 50.0)])
+    ref = pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1], "c": ["a", "b"] * (len(xy) // 2) + ["a"] * (len(xy) % 2)})
+    q = pd.DataFrame({"x": [0.0, 0.0, 1e-3], "y": [0.0, 0.0, 0.0], "c": ["a", "b", "a"]})
+    check_extremes(ref, q, TWO, monkeypatch, "projected")
