@@ -440,9 +440,10 @@ class Fang2024Distance(Distance):
         if not np.isfinite(axis).all() or not axis.any():
             axis = np.eye(1, self._k).ravel()
         s = v @ axis
+        order = np.argsort(s, kind="stable")
         self._axis = axis
-        self._proj_order = np.argsort(s, kind="stable")
-        self._proj_sorted = s[self._proj_order]
+        self._proj_sorted = s[order]
+        self._proj_cols = np.ascontiguousarray(self.ref_.num[order].T)  # (k, n): each column in that order
         self._perp_max = float(norm_rows(v - s[:, None] * axis[None, :]).max()) if len(v) else 0.0
 
     # ------------------------------------------------------------- exact values
@@ -511,7 +512,7 @@ class Fang2024Distance(Distance):
         ``_PROJECTED_MAX_SHARE`` of the reference rows left is marked ``dense``.
         """
         n, n_rows = self.n_ref, len(qi)
-        order, ss = self._proj_order, self._proj_sorted
+        ss = self._proj_sorted
         u = q.num[qi] - self._centre
         s = u @ self._axis
         r = norm_rows(u - s[:, None] * self._axis[None, :])
@@ -520,9 +521,10 @@ class Fang2024Distance(Distance):
         # attained extremes of a few rows: the neighbours of s_x in the order, and both ends of it
         w = min(_PROJECTED_SEEDS, n)
         near = np.clip(np.searchsorted(ss, s)[:, None] + np.arange(-(w // 2), w - w // 2)[None, :], 0, n - 1)
-        lo = self._exact_e(q, np.repeat(qi, w), order[near.ravel()]).reshape(n_rows, w).min(axis=1)
+        x = q.num[qi]
+        lo = self._sorted_e(x, w, near.ravel()).reshape(n_rows, w).min(axis=1)
         ends = np.concatenate([np.arange(w // 2 + 1), np.arange(n - w // 2 - 1, n)])
-        hi = self._exact_e(q, np.repeat(qi, len(ends)), np.tile(order[ends], n_rows)).reshape(n_rows, -1).max(axis=1)
+        hi = self._sorted_e(x, len(ends), np.tile(ends, n_rows)).reshape(n_rows, -1).max(axis=1)
         tol = 64 * (self._k + 4) * EPS64
         half = lo + tol * (scale + lo)
         win = (np.searchsorted(ss, s - half, side="left"), np.searchsorted(ss, s + half, side="right"))
@@ -543,7 +545,7 @@ class Fang2024Distance(Distance):
         self, q: Queries, qi: np.ndarray, start: np.ndarray, stop: np.ndarray, smallest: bool
     ) -> np.ndarray:
         """Per row, the min (or max) exact ``e`` over the reference rows at positions ``[start, stop)``
-        of the projection order (``inf`` / ``-inf`` where empty), at most ``_PRUNED_PAIRS`` pairs at a time."""
+        of the projection order (``inf`` / ``-inf`` where empty), at most ``_PROJECTED_PAIRS`` pairs at a time."""
         out = np.full(len(qi), np.inf if smallest else -np.inf)
         count = np.maximum(stop - start, 0)
         ends = np.cumsum(count)
@@ -553,12 +555,27 @@ class Fang2024Distance(Distance):
             base = int(ends[a - 1]) if a else 0
             b = max(a + 1, int(np.searchsorted(ends, base + _PROJECTED_PAIRS, side="right")))
             c = count[a:b]
-            local = np.repeat(np.arange(a, b), c)
-            if local.size:
-                pos = np.arange(local.size) + np.repeat(start[a:b] - (ends[a:b] - c - base), c)
-                reduce.at(out, local, self._exact_e(q, qi[local], self._proj_order[pos]))
+            first = ends[a:b] - c - base  # each row's first pair in this chunk
+            if ends[b - 1] > base:
+                pos = np.arange(ends[b - 1] - base) + np.repeat(start[a:b] - first, c)
+                some = np.flatnonzero(c)  # the rows' pairs are contiguous: one reduceat over the non-empty ones
+                out[a + some] = reduce.reduceat(self._sorted_e(q.num[qi[a:b]], c, pos), first[some])
             a = b
         return out
+
+    def _sorted_e(self, x: np.ndarray, count: np.ndarray | int, pos: np.ndarray) -> np.ndarray:
+        """Exact ``e`` of the query rows ``x`` (raw values, each repeated ``count`` times) against the reference
+        rows at positions ``pos`` of the projection order: :meth:`_exact_e`'s operations on the same values,
+        column after column (the same bits), from the columns sorted by projection (read in order)."""
+        total = np.empty(len(pos))
+        for c in range(self._k):
+            diff = np.repeat(x[:, c], count) - self._proj_cols[c, pos]
+            if c:
+                np.multiply(diff, diff, out=diff)
+                total += diff
+            else:
+                np.multiply(diff, diff, out=total)
+        return np.sqrt(total, out=total)
 
     def _dense_extremes(self, q: Queries, qi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Exact min and max of ``e`` over all reference rows for the rows ``qi``, by a full pass.
