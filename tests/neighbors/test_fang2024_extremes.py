@@ -42,7 +42,7 @@ def brute_extremes(dist: distances.Fang2024Distance, q: distances.Queries) -> tu
 def check_extremes(ref: pd.DataFrame, queries: pd.DataFrame, schema: Schema, monkeypatch, path: str) -> None:
     monkeypatch.setattr(distances, "_PROJECTED_MAX_SHARE", PATHS[path])
     dist, q = fitted(ref, queries, schema)
-    lo, hi = dist._extremes(q, slice(0, len(queries)), np.arange(len(queries)))
+    lo, hi = dist._extremes(q, np.arange(len(queries)))
     want_lo, want_hi = brute_extremes(dist, q)
     np.testing.assert_array_equal(lo, want_lo)
     np.testing.assert_array_equal(hi, want_hi)
@@ -158,7 +158,7 @@ def test_projection_is_selective_along_a_dominant_axis(monkeypatch) -> None:
     dense = dist._projected_extremes(q, np.arange(200))[2]
     np.testing.assert_array_equal(np.flatnonzero(dense), [0, 1, 2])
     assert sum(counted) < 0.01 * 200 * n
-    lo, hi = dist._extremes(q, slice(0, 200), np.arange(200))
+    lo, hi = dist._extremes(q, np.arange(200))
     np.testing.assert_array_equal(np.stack([lo, hi]), np.stack(brute_extremes(dist, q)))
 
 

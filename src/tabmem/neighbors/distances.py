@@ -479,7 +479,7 @@ class Fang2024Distance(Distance):
             near = np.minimum(np.sqrt(big_e), np.where(x > 0, big_e / x, np.inf))
         return near + a + (self._k + 4) * EPS64 * 1.01 * x + 2.0**-1000
 
-    def _extremes(self, q: Queries, rows: slice, qi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _extremes(self, q: Queries, qi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Exact min and max over all reference rows of ``e`` per query row (``qi``: the rows' indices in ``q``).
 
         Bounded by the projection on the reference's principal axis (:meth:`_projected_extremes`);
@@ -505,8 +505,9 @@ class Fang2024Distance(Distance):
         (and at both ends of the order by ``s``) give a minimum ``lo`` and maximum ``hi`` that are
         attained; then every row with ``e <= lo`` lies in the window ``|s_t - s_x| <= lo`` and
         every row with ``e >= hi`` in the tails ``|s_t - s_x| >= hi - r_x - R``, all contiguous in
-        that order, and exactly those are evaluated. Every computed quantity is within ``(k + 4)
-        eps (|u| + V + e)`` of its real value, so widening the window and tails by 64 times that
+        that order, and exactly those are evaluated. Each quantity computed here (``s``, ``r``,
+        ``R``, the exact ``e``) is within ``4 (k + 4) eps (|u| + V + e)`` of its real value (``V``
+        the largest ``|v|``), so widening the window and tails by ``64 (k + 4) eps (|u| + V + e)``
         keeps the proof; on tables whose numerical part is spread along one axis (Adult: the
         weights) a few dozen reference rows per query row remain. A row with more than
         ``_PROJECTED_MAX_SHARE`` of the reference rows left is marked ``dense``.
@@ -669,7 +670,7 @@ class Fang2024Distance(Distance):
         m = float(self.n_columns_)
 
         def prepare(rows: slice) -> None:
-            emin[rows], emax[rows] = self._extremes(q, rows, np.arange(rows.start, rows.stop))
+            emin[rows], emax[rows] = self._extremes(q, np.arange(rows.start, rows.stop))
 
         def exact(i: np.ndarray, j: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             e = self._exact_e(q, i, j)
@@ -686,7 +687,7 @@ class Fang2024Distance(Distance):
             return None
         n_rows = q.onehot[rows].shape[0]
         qi = np.arange(rows.start, rows.start + n_rows)
-        emin, emax = self._extremes(q, rows, qi)
+        emin, emax = self._extremes(q, qi)
         spread = emax - emin
         sp = np.where(spread > 0, spread, 1.0)
         m = float(self.n_columns_)
