@@ -8,7 +8,7 @@ Usage (from the repo root; ``--old-src`` a checkout of the code before the chang
     OMP_NUM_THREADS=1 python benchmarks/bench_kernel_ab.py --old-src - --n 100000 --repeats 3 --self-search-paths
     OMP_NUM_THREADS=1 python benchmarks/bench_kernel_ab.py --old-src - --n 1000000 --rows 44 --repeats 10 --pruned-chunks
 
-Each child builds the N-row training table of ``bench_scale.py`` (Adult resampled and jittered), fits
+Each child builds the N-row training table of ``bench_scale.py`` (Adult, or ``--dataset``, resampled and jittered), fits
 the index (one thread), measures this machine's float32/float64 GEMM rates per CPU second (the floor,
 ``bench_scale.floors``), and times ``--repeats`` searches of the same ``--rows`` synthetic query rows
 against all N training rows (``--self-search``: the training table's whole self-search,
@@ -39,7 +39,15 @@ HERE = Path(__file__).resolve().parent
 
 
 def child(
-    n: int, distance: str, rows: int, repeats: int, self_search: bool, data_dir: str, part: str, holdout: bool
+    n: int,
+    distance: str,
+    rows: int,
+    repeats: int,
+    self_search: bool,
+    data_dir: str,
+    part: str,
+    holdout: bool,
+    dataset: str = "adult",
 ) -> dict:
     from threadpoolctl import threadpool_limits
 
@@ -47,7 +55,7 @@ def child(
     from tabmem.memorization.authenticity import nearest_other_distance
     from tabmem.neighbors import NeighborIndex
 
-    ds = load_dataset("adult", data_dir=data_dir)
+    ds = load_dataset(dataset, data_dir=data_dir)
     train = noisy_resample(ds.train, ds.schema, n, seed=1)
     index = NeighborIndex(distance, n_jobs=1).fit(train, ds.schema)
     queries = noisy_resample(ds.test if holdout else train, ds.schema, rows, seed=3 if holdout else 2)
@@ -151,6 +159,7 @@ def main() -> None:
     parser.add_argument(
         "--part", choices=("search", "matches"), default="search", help="matches: the match counts only"
     )
+    parser.add_argument("--dataset", default="adult", help="the table resampled (not with the in-process modes)")
     parser.add_argument("--data-dir", default=os.environ.get("TABMEM_DATA_DIR", "../shared/datasets"))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--self-search-paths", action="store_true", help="k-nearest vs symmetric self-search")
@@ -164,11 +173,19 @@ def main() -> None:
         return
     if args.child:
         point = child(
-            args.n, args.distance, args.rows, args.repeats, args.self_search, args.data_dir, args.part, args.holdout
+            args.n,
+            args.distance,
+            args.rows,
+            args.repeats,
+            args.self_search,
+            args.data_dir,
+            args.part,
+            args.holdout,
+            args.dataset,
         )
         print(json.dumps(point))
         return
-    what = "self-search" if args.self_search else f"{args.rows} query rows"
+    what = f"{args.dataset}: " + ("self-search" if args.self_search else f"{args.rows} query rows")
     what += ", match counts only" if args.part == "matches" else ""
     what += " (holdout rows)" if args.holdout else ""
     print(f"{args.distance}, {what} x {args.n:,} reference rows; {load()} at start", flush=True)
@@ -189,6 +206,7 @@ def main() -> None:
                 args.distance,
             ]
             cmd += ["--rows", str(args.rows), "--repeats", str(args.repeats), "--data-dir", args.data_dir]
+            cmd += ["--dataset", args.dataset]
             cmd += ["--self-search"] if args.self_search else []
             cmd += ["--part", args.part] + (["--holdout"] if args.holdout else [])
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)

@@ -1,8 +1,9 @@
 """``fang2024`` under categorical pruning (``Fang2024Distance.pruned_block`` and its exact ``e`` extremes).
 
 The pruned search needs, per query row, the exact smallest and largest ``e`` over *all* reference
-rows (they fix ``ê`` of every pair): a float64 GEMM pass in column tiles finds candidates and a
-bound decides when they are certain. Checked bit for bit against the pair-by-pair reference of
+rows (they fix ``ê`` of every pair): found from the rows near each row on the principal axis, or by a
+float64 GEMM pass in column tiles whose candidates a bound makes certain (both paths checked one by one
+in ``test_fang2024_extremes``). Checked bit for bit against the pair-by-pair reference of
 ``test_fang2024_kernel`` on tables that make the GEMM cancel (near-ties at both extremes), span
 several tiles, hold rows beyond the fast pass's range, or have no spread of ``e``.
 """
