@@ -22,7 +22,7 @@ Usage (one torch thread; resumable: finished shadows and finished attack files a
 
     python studies/mitigation/lira_evidence.py --copy-targets /work/wt/i25-stop/runs/i25/adult1000-mstop/tabddpm \
         --out runs/i25lira
-    nice -n 10 python studies/mitigation/lira_evidence.py --train-shadows 8 --out runs/i25lira
+    nice -n 10 python studies/mitigation/lira_evidence.py --train-shadows 8 --out runs/i25lira   # then 32 (reuses 0-7)
     nice -n 10 python studies/mitigation/lira_evidence.py --attack --out runs/i25lira
     python studies/mitigation/lira_evidence.py --report --out runs/i25lira
 """
