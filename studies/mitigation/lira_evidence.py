@@ -153,7 +153,7 @@ def score(attack: str, synthetic: pd.DataFrame, targets: pd.DataFrame, schema: A
 
 
 def attack_all(out: Path, data_dir: str | None, seeds: list[int]) -> None:
-    """``lira_offline`` and ``dcr`` on each seed's none and mstop targets; ``attack.json`` per (arm, seed)."""
+    """``lira_offline`` and ``dcr`` on each seed's none and mstop targets; ``attack_S.json`` per (arm, seed), S = the number of finished shadows."""
     from tabmem._io import write_json
 
     members, hold, _, schema = split(data_dir)
