@@ -25,7 +25,6 @@ for bit (the EMA does not change training). Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import time
 from pathlib import Path
