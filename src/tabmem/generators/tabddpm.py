@@ -37,6 +37,13 @@ the diffusion loss is a mean of per-row losses, each row draws its own timestep 
 Poisson samples (rate ``1 / ceil(n / batch_size)``), per-row gradients are clipped to
 ``dp_max_grad_norm`` and noised for ``(dp_epsilon, dp_delta)`` over ``epochs``; the learning-rate decay
 and the optimizer are unchanged. Not with ``sample_weight``. ``privacy_spent_`` is opacus' accountant.
+
+EMA of the weights (``ema_decay`` = d, default None: none, as above): after every optimizer step t the
+average ``a_t = d a_{t-1} + (1 - d) w_t`` (``a_0 = 0``) is updated; sampling, and so the tracker and every
+saved model's samples, use the bias-corrected average ``a_t / (1 - d^t)``, a weighted mean of the trained
+iterates only (TabDDPM's reference code starts the average from the initial weights, which after a few
+hundred epochs would still carry much of the weight). The raw weights still train; checkpoints keep both.
+docs/mitigation.md part 10 measures it with memorization-aware checkpoint choice.
 """
 
 from __future__ import annotations
@@ -107,6 +114,7 @@ class TabDDPM(TabularGenerator):
         dp_max_grad_norm: float = 1.0,
         anneal_from: int | None = None,
         schedule_epochs: int | None = None,
+        ema_decay: float | None = None,
         random_state: int | None = None,
         device: str = "auto",
     ):
@@ -125,6 +133,7 @@ class TabDDPM(TabularGenerator):
         self.dp_max_grad_norm = dp_max_grad_norm
         self.anneal_from = anneal_from
         self.schedule_epochs = schedule_epochs
+        self.ema_decay = ema_decay
         self.random_state = random_state
         self.device = device
 
@@ -152,6 +161,9 @@ class TabDDPM(TabularGenerator):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1):
                 raise TabmemError(f"TabDDPM: {name} must be a positive integer or None, got {v!r}")
+        d = self.ema_decay
+        if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float)) or not 0.0 < float(d) < 1.0):
+            raise TabmemError(f"TabDDPM: ema_decay must be in (0, 1) or None, got {d!r}")
         if self.anneal_from is not None and self.dp_epsilon is not None:
             raise TabmemError("TabDDPM: anneal_from is not supported with DP training (dp_epsilon)")
         if self.anneal_from is not None and int(self.anneal_from) >= int(self.epochs):
@@ -192,6 +204,11 @@ class TabDDPM(TabularGenerator):
         )
         self.steps_per_epoch_ = -(-n // int(self.batch_size))
         self.step_ = 0
+        self.ema_ = None  # name -> running average (zero start) of the denoiser's floating tensors
+        if self.ema_decay is not None:
+            self.ema_ = {k: torch.zeros_like(v) for k, v in self.model_.state_dict().items() if v.is_floating_point()}
+            self._ema_model = MLPDenoiser(d_in, [int(w) for w in self.layers], int(self.dim_t), float(self.dropout))
+            self._ema_model.to(dev)
         self.dp_ = None
         if self.dp_epsilon is not None and getattr(self, "_train_clean", None) is not None:  # not on load()
             if self._weights is not None:
@@ -258,6 +275,8 @@ class TabDDPM(TabularGenerator):
             loss.backward()
             optimizer.step()
             self.step_ += 1
+            if self.ema_ is not None:
+                self._ema_update()
             sums += torch.tensor([loss_multi.item(), loss_gauss.item()], dtype=torch.float64) * len(idx)
             seen += len(idx)
         mloss, gloss = (sums / max(seen, 1)).tolist()
@@ -266,10 +285,36 @@ class TabDDPM(TabularGenerator):
             logs["dp_epsilon"] = self.dp_.spent()[0]
         return logs
 
+    @torch.no_grad()
+    def _ema_update(self) -> None:
+        """``a = d a + (1 - d) w`` for every floating tensor of the denoiser (once per optimizer step)."""
+        d = float(self.ema_decay)
+        for k, v in self.model_.state_dict().items():
+            if k in self.ema_:
+                self.ema_[k].mul_(d).add_(v, alpha=1.0 - d)
+
+    def ema_weights(self) -> dict[str, torch.Tensor] | None:
+        """The bias-corrected average ``a_t / (1 - d^t)`` as a state dict (None without ``ema_decay``;
+        the raw weights before the first step)."""
+        if self.ema_ is None:
+            return None
+        state = self.model_.state_dict()
+        if self.step_ == 0:
+            return {k: v.clone() for k, v in state.items()}
+        corr = 1.0 - float(self.ema_decay) ** int(self.step_)
+        return {k: (self.ema_[k] / corr if k in self.ema_ else v.clone()) for k, v in state.items()}
+
+    def _sampling_model(self) -> torch.nn.Module:
+        if self.ema_ is None:
+            return self.model_
+        self._ema_model.load_state_dict(self.ema_weights())
+        self._ema_model.eval()
+        return self._ema_model
+
     # --------------------------------------------------------------- sampling
     def _sample_clean(self, n: int, generator: torch.Generator) -> pd.DataFrame:
         clip = float(self._x_clip) if self.clip_denoised else None
-        x, codes = self.diffusion_.sample(self.model_, n, generator, self.device_, clip=clip)
+        x, codes = self.diffusion_.sample(self._sampling_model(), n, generator, self.device_, clip=clip)
         data: dict[str, Any] = {}
         if self.schema_.numerical:
             num = x.double().cpu().numpy()
@@ -290,6 +335,8 @@ class TabDDPM(TabularGenerator):
         }
         if getattr(self, "dp_", None) is not None:
             state["dp"] = self.dp_.state_dict()
+        if getattr(self, "ema_", None) is not None:
+            state["ema"] = {k: v.clone() for k, v in self.ema_.items()}
         if self.quantile_ is not None:
             state["quantile"] = {
                 "quantiles": torch.as_tensor(self.quantile_.quantiles_),
@@ -301,6 +348,9 @@ class TabDDPM(TabularGenerator):
         self.model_.load_state_dict(state["model"])
         self.optimizer_.load_state_dict(state["optimizer"])
         self.step_ = int(state["step"])
+        if self.ema_ is not None:
+            for k, v in state["ema"].items():
+                self.ema_[k].copy_(v)
         if "dp" in state and self.dp_ is not None:
             self.dp_.load_state_dict(state["dp"])
         elif "dp" in state:
