@@ -47,7 +47,7 @@ def test_exact_copies_verify_hash_matches_on_values(monkeypatch) -> None:
     """Every row hashing alike is still compared on its values: a forced collision is not a copy."""
     import tabmem.memorization.copies as copies
 
-    monkeypatch.setattr(copies, "_hash_rows", lambda frame: np.zeros(len(frame), dtype=np.uint64))
+    monkeypatch.setattr(copies, "_hash_rows", lambda num, codes: np.zeros(len(num), dtype=np.uint64))
     train = pd.DataFrame({"x": [1.0, 2.0], "y": [0.0, 0.0], "k": ["a", "b"]})
     syn = pd.DataFrame({"x": [2.0, 3.0], "y": [0.0, 0.0], "k": ["b", "b"]})
     got = ExactCopies().fit(train, SCHEMA).match(validate(syn, SCHEMA).data)
@@ -58,7 +58,7 @@ def test_forced_collisions_match_missing_values_only_to_missing_values(monkeypat
     """Under a hash collision a missing value equals a missing value, never a number (either side)."""
     import tabmem.memorization.copies as copies
 
-    monkeypatch.setattr(copies, "_hash_rows", lambda frame: np.zeros(len(frame), dtype=np.uint64))
+    monkeypatch.setattr(copies, "_hash_rows", lambda num, codes: np.zeros(len(num), dtype=np.uint64))
     train = pd.DataFrame({"x": [np.nan, 2.0], "y": [0.0, 0.0], "k": ["a", "a"]})
     syn = pd.DataFrame({"x": [1.0, np.nan, 2.0, 2.0], "y": [0.0, 0.0, np.nan, 0.0], "k": ["a", "a", "a", "a"]})
     clean_t = validate(train, SCHEMA, name="training", nan="match").data
