@@ -255,7 +255,7 @@ def audit(
         rare_k=rare_k,
     )
     echo_threads(resolve_n_jobs(n_jobs, "--n-jobs"), 1, "each in the neighbour search")
-    _echo_memory(train_df, syn, hold, schema, memory_gb)
+    _echo_memory(train_df, syn, hold, schema, memory_gb, resolve_n_jobs(n_jobs, "--n-jobs"))
     summary = use_device(device)(audit_to_dir)(  # the neighbour searches on --device
         detector,
         train_df,
@@ -285,11 +285,16 @@ def audit(
         _show_records(console, train_df, out_dir)
 
 
-def _echo_memory(train_df: Any, syn: Any, hold: Any, schema: Any, memory_gb: float) -> None:
+def _echo_memory(train_df: Any, syn: Any, hold: Any, schema: Any, memory_gb: float, threads: int) -> None:
     """The audit's estimated peak in one line (tabmem.runs.memory); one clear error when it clearly cannot fit."""
     n_scored = len(syn) + (0 if hold is None else len(hold))
     estimate = audit_memory(
-        len(train_df), n_scored, schema.n_columns, int(memory_gb * 2**30), n_categorical=len(schema.categorical)
+        len(train_df),
+        n_scored,
+        schema.n_columns,
+        int(memory_gb * 2**30),
+        n_categorical=len(schema.categorical),
+        n_jobs=threads,
     )
     available, held = available_memory_bytes(), resident_bytes()
     check_audit_memory(estimate, available, held=held)

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tabmem.errors import TabmemError
+from tabmem.neighbors.blocked import block_rows_for
 
 __all__ = ["AuditMemory", "audit_memory", "available_memory_bytes", "check_audit_memory"]
 
 GIB = 1 << 30
-#: the interpreter, numpy, pandas, scikit-learn and tabmem imported, before any table (measured)
-START_BYTES = int(0.25 * GIB)
+#: the interpreter, numpy, pandas, pyarrow and tabmem imported, before any table (measured: 0.17 GiB)
+START_BYTES = int(0.2 * GIB)
 #: bytes held at the peak per cell (row x column) of the training table and of each scored table
 #: (the tables, their validated and encoded forms, the exact-copy index, the outputs), fitted on
 #: the measured peaks (docs/scale.md)
@@ -30,18 +31,21 @@ TRAIN_CELL_BYTES = 40.0
 SCORED_CELL_BYTES = 30.0
 #: the match-count lookup tables of the categorical columns are at most this large (neighbors.distances)
 LOOKUP_BYTES = 128 << 20
-#: the search's blocks use far less than their budget on the pruned path: this share of it, measured
-SEARCH_SHARE = 0.15
+#: the pruned search's blocks hold about this much per query x reference pair (uint8 match counts and
+#: their passes); the dense search, where pruning is not selective, can take all of ``--memory-gb``
+SEARCH_CELL_BYTES = 2
 #: refuse only when the estimate exceeds the available memory by this factor (a clear case)
 CLEARLY = 1.25
 
 
 @dataclass(frozen=True)
 class AuditMemory:
-    """An audit's estimated peak (``peak``) and the search's working-memory budget in it (``search``), in bytes."""
+    """An audit's estimated peak (``peak``), the search's working-memory budget (``search``, ``--memory-gb``)
+    and the part of the peak its blocks are expected to hold (``blocks``), in bytes."""
 
     peak: int
     search: int
+    blocks: int = 0
 
     def line(self, available: int | None) -> str:
         """The one log line: the estimate, the budget of ``--memory-gb`` and the memory available."""
@@ -53,14 +57,14 @@ class AuditMemory:
 
 
 def audit_memory(
-    n_train: int, n_scored: int, n_columns: int, memory_budget: int, *, n_categorical: int = 1
+    n_train: int, n_scored: int, n_columns: int, memory_budget: int, *, n_categorical: int = 1, n_jobs: int = 1
 ) -> AuditMemory:
     """Estimated peak of an audit of ``n_scored`` rows (synthetic and holdout together) against ``n_train``
-    training rows of ``n_columns`` columns with a search budget of ``memory_budget`` bytes."""
+    training rows of ``n_columns`` columns, searched by ``n_jobs`` threads within ``memory_budget`` bytes."""
     cells = TRAIN_CELL_BYTES * n_train * n_columns + SCORED_CELL_BYTES * n_scored * n_columns
     lookup = min(LOOKUP_BYTES, n_train * 1024) if n_categorical else 0
-    peak = START_BYTES + cells + lookup + SEARCH_SHARE * memory_budget
-    return AuditMemory(int(peak), int(memory_budget))
+    blocks = min(memory_budget, n_jobs * block_rows_for(n_train, n_jobs, memory_budget) * n_train * SEARCH_CELL_BYTES)
+    return AuditMemory(int(START_BYTES + cells + lookup + blocks), int(memory_budget), int(blocks))
 
 
 def available_memory_bytes() -> int | None:
