@@ -28,6 +28,8 @@ def test_estimate_is_linear_in_the_cells_and_counts_the_search_budget() -> None:
     fixed = memory.START_BYTES + memory.LOOKUP_BYTES
     cells = (memory.TRAIN_CELL_BYTES + memory.SCORED_CELL_BYTES) * 600_000 * 15
     assert 0 < tiny.peak - fixed - cells <= 1 << 20
+    hold = audit_memory(600_000, 600_000, 15, GIB, n_categorical=9, copying=True)  # k-means on at most 50,000 rows
+    assert hold.peak - c.peak == pytest.approx(memory.COPYING_CELL_BYTES * memory.COPYING_ROWS * 15, abs=2)
     no_cat = audit_memory(600_000, 600_000, 15, GIB, n_categorical=0)
     assert c.peak - no_cat.peak == memory.LOOKUP_BYTES
 

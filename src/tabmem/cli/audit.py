@@ -295,6 +295,7 @@ def _echo_memory(train_df: Any, syn: Any, hold: Any, schema: Any, memory_gb: flo
         int(memory_gb * 2**30),
         n_categorical=len(schema.categorical),
         n_jobs=threads,
+        copying=hold is not None,
     )
     available, held = available_memory_bytes(), resident_bytes()
     check_audit_memory(estimate, available, held=held)

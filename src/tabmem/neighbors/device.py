@@ -427,7 +427,9 @@ def _fang2024_block(d: Fang2024Distance, q: Queries, rows: slice, dev: "torch.de
     spread = emax - emin
     sp = np.where(spread > 0, spread, 1.0)
     if q.n_onehot:  # key -= spread * (categorical matches), one float32 GEMM with beta = 1
-        key.addmm_(_on(q.onehot_rows(rows) * sp.astype(np.float32)[:, None], dev), ref["onehot_t"], beta=1.0, alpha=-1.0)
+        key.addmm_(
+            _on(q.onehot_rows(rows) * sp.astype(np.float32)[:, None], dev), ref["onehot_t"], beta=1.0, alpha=-1.0
+        )
     n_cat = float(d.n_cat_total)
     margin = (
         delta

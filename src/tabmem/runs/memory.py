@@ -34,6 +34,10 @@ LOOKUP_BYTES = 128 << 20
 #: the pruned search's blocks hold about this much per query x reference pair (uint8 match counts and
 #: their passes); the dense search, where pruning is not selective, can take all of ``--memory-gb``
 SEARCH_CELL_BYTES = 2
+#: the data-copying test (with a holdout) fits its k-means on at most this many training rows, holding
+#: about this much per cell of them at its peak (the rows embedded in float64, scikit-learn's copies)
+COPYING_ROWS = 50_000
+COPYING_CELL_BYTES = 200
 #: refuse only when the estimate exceeds the available memory by this factor (a clear case)
 CLEARLY = 1.25
 
@@ -57,11 +61,21 @@ class AuditMemory:
 
 
 def audit_memory(
-    n_train: int, n_scored: int, n_columns: int, memory_budget: int, *, n_categorical: int = 1, n_jobs: int = 1
+    n_train: int,
+    n_scored: int,
+    n_columns: int,
+    memory_budget: int,
+    *,
+    n_categorical: int = 1,
+    n_jobs: int = 1,
+    copying: bool = False,
 ) -> AuditMemory:
     """Estimated peak of an audit of ``n_scored`` rows (synthetic and holdout together) against ``n_train``
-    training rows of ``n_columns`` columns, searched by ``n_jobs`` threads within ``memory_budget`` bytes."""
+    training rows of ``n_columns`` columns, searched by ``n_jobs`` threads within ``memory_budget`` bytes;
+    ``copying``: with the data-copying test (a holdout)."""
     cells = TRAIN_CELL_BYTES * n_train * n_columns + SCORED_CELL_BYTES * n_scored * n_columns
+    if copying:
+        cells += COPYING_CELL_BYTES * min(n_train, COPYING_ROWS) * n_columns
     lookup = min(LOOKUP_BYTES, n_train * 1024) if n_categorical else 0
     blocks = min(memory_budget, n_jobs * block_rows_for(n_train, n_jobs, memory_budget) * n_train * SEARCH_CELL_BYTES)
     return AuditMemory(int(START_BYTES + cells + lookup + blocks), int(memory_budget), int(blocks))
