@@ -145,3 +145,17 @@ def test_summary_has_holdout_baselines_of_every_figure() -> None:
     assert s["rare_value_leakage"] == 0.5 and s["holdout_rare_value_leakage"] == 0.0  # continuous values: all one-off
     assert s["excess_rare_value_leakage"] == 0.5 and s["rare_values"]["n_leaked"] == 40
     assert s["warnings"] == []
+
+
+def test_rows_hashed_in_chunks_hash_alike(monkeypatch) -> None:
+    """Hashing a few rows at a time (bounded temporaries) gives every row the hash it gets in one pass."""
+    import tabmem.memorization.copies as copies
+
+    rng = np.random.default_rng(3)
+    clean = validate(_table(rng, 200), SCHEMA, name="training", nan="match").data
+    fitted = ExactCopies().fit(clean, SCHEMA)
+    whole = copies._hash_rows(fitted.num_, fitted.codes_)
+    monkeypatch.setattr(copies, "HASH_ROWS", 7)
+    np.testing.assert_array_equal(copies._hash_rows(fitted.num_, fitted.codes_), whole)
+    syn = validate(_table(rng, 90), SCHEMA, nan="match").data
+    assert ExactCopies().fit(clean, SCHEMA).match(syn).tolist() == fitted.match(syn).tolist()

@@ -31,6 +31,9 @@ from tabmem.data.schema import NA_CATEGORY, Schema
 
 __all__ = ["ExactCopies", "RareValues", "RareValueCounts"]
 
+#: rows hashed at a time (their cells' hashes are temporaries)
+HASH_ROWS = 1 << 16
+
 
 def _numbers(clean: pd.DataFrame, schema: Schema) -> np.ndarray:
     """The numerical values as one float64 block in schema order, one bit pattern per value
@@ -58,6 +61,7 @@ def _hash_rows(num: np.ndarray, codes: np.ndarray) -> np.ndarray:
     Each cell is hashed in one vectorised pass per block and the row hash is a position-weighted
     sum (wrapping uint64 arithmetic): linear in the cells, with no per-column pandas pass. Equal
     hashes are always verified on the values, so a collision costs time, never a wrong count.
+    Rows are hashed :data:`HASH_ROWS` at a time: the cells' hashes are temporaries of 8 bytes a cell.
     """
     n = len(num)
     total = np.zeros(n, dtype=np.uint64)
@@ -65,10 +69,12 @@ def _hash_rows(num: np.ndarray, codes: np.ndarray) -> np.ndarray:
     if p == 0:
         return total
     weights = pd.util.hash_array(np.arange(p, dtype=np.int64)) | np.uint64(1)  # odd: no column vanishes
-    for block, w in ((num, weights[: num.shape[1]]), (codes.astype(np.int64), weights[num.shape[1] :])):
-        if block.shape[1]:
-            cells = pd.util.hash_array(block.ravel(), categorize=False).reshape(n, block.shape[1])
-            total += (cells * w).sum(axis=1, dtype=np.uint64)
+    for start in range(0, n, HASH_ROWS):
+        rows = slice(start, start + HASH_ROWS)
+        for block, w in ((num[rows], weights[: num.shape[1]]), (codes[rows].astype(np.int64), weights[num.shape[1] :])):
+            if block.shape[1]:
+                cells = pd.util.hash_array(block.ravel(), categorize=False).reshape(len(block), block.shape[1])
+                total[rows] += (cells * w).sum(axis=1, dtype=np.uint64)
     return total
 
 
