@@ -25,10 +25,11 @@ GIB = 1 << 30
 #: the interpreter, numpy, pandas, pyarrow and tabmem imported, before any table (measured: 0.17 GiB)
 START_BYTES = int(0.2 * GIB)
 #: bytes held at the peak per cell (row x column) of the training table and of each scored table
-#: (the tables, their validated and encoded forms, the exact-copy index, the outputs), fitted on
-#: the measured peaks (docs/scale.md)
-TRAIN_CELL_BYTES = 40.0
-SCORED_CELL_BYTES = 30.0
+#: (the tables, their validated and encoded forms, the exact-copy index, the outputs): a scored
+#: table's from what it holds (its frame 13, its encodings during its search 10, its outputs 2 on
+#: Adult), the training table's then fitted on the measured peaks at 30k and 300k (docs/scale.md)
+TRAIN_CELL_BYTES = 52.0
+SCORED_CELL_BYTES = 25.0
 #: the match-count lookup tables of the categorical columns are at most this large (neighbors.distances)
 LOOKUP_BYTES = 128 << 20
 #: the pruned search's blocks hold about this much per query x reference pair (uint8 match counts and
@@ -37,7 +38,7 @@ SEARCH_CELL_BYTES = 2
 #: the data-copying test (with a holdout) fits its k-means on at most this many training rows, holding
 #: about this much per cell of them at its peak (the rows embedded in float64, scikit-learn's copies)
 COPYING_ROWS = 50_000
-COPYING_CELL_BYTES = 200
+COPYING_CELL_BYTES = 150
 #: refuse only when the estimate exceeds the available memory by this factor (a clear case)
 CLEARLY = 1.25
 
