@@ -196,10 +196,8 @@ class Queries:
 
     def rows(self, rows: slice) -> "Queries":
         """These rows (views), with the one-hot only where it is kept."""
-        sub = Queries(
-            **{f.name: _rows_of(getattr(self, f.name), rows) for f in fields(self)}, onehot=_rows_of(self._onehot, rows)
-        )
-        return sub
+        sliced = {f.name: _rows_of(getattr(self, f.name), rows) for f in fields(self)}
+        return Queries(**sliced, onehot=_rows_of(self._onehot, rows))
 
 
 def _rows_of(value: object, rows: slice) -> object:
