@@ -116,7 +116,7 @@ def best_time(fn, repeats: int):
 def gemm_flops(index: NeighborIndex, n_query: int) -> dict[str, float]:
     """FLOP of the distance's GEMMs for ``n_query`` rows against the whole reference, by precision."""
     dist = index.distance_
-    n_ref, onehot = dist.n_ref, dist.ref_.onehot.shape[1]
+    n_ref, onehot = dist.n_ref, dist.ref_.n_onehot
     cells = 2.0 * n_query * n_ref
     name = index.distance if isinstance(index.distance, str) else type(dist).__name__
     if name == "l2":

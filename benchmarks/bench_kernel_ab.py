@@ -65,7 +65,7 @@ def child(
     ref = index.distance_.ref_
     f64 = ref.aug.shape[1] if distance == "fang2024" else 0  # type: ignore[union-attr]
     n_q = n if self_search else rows
-    floor = 2 * n_q * n * (ref.onehot.shape[1] / (c32 * 1e9) + f64 / (c64 * 1e9))
+    floor = 2 * n_q * n * (ref.n_onehot / (c32 * 1e9) + f64 / (c64 * 1e9))
     cpu, digest = [], ""
     for _ in range(repeats):
         t = time.process_time()

@@ -224,9 +224,9 @@ def run_adult(data_dir: str | None, repeats: int, n_jobs: int | None, distances:
         f32 = f64 = 0.0
         if d == "fang2024":
             f64 = 2.0 * n * ref.aug.shape[1]
-            f32 = 2.0 * n * ref.onehot.shape[1]
+            f32 = 2.0 * n * ref.n_onehot
         elif d == "gower":
-            f32 = 2.0 * n * ref.onehot.shape[1]
+            f32 = 2.0 * n * ref.n_onehot
         else:
             f32 = 2.0 * n * ref.aug.shape[1]
         t_fast, cpu_fast = min(w for w, _ in runs[d]), min(c for _, c in runs[d])

@@ -99,7 +99,7 @@ def child(n: int, distance: str, data_dir: str, memory_gb: float, n_jobs: int, p
         extra = spent * (n_q / m - 1)
         times[part] += extra
         total += extra
-    widths = {"f32": detector.distance_.ref_.onehot.shape[1], "f64": 0}
+    widths = {"f32": detector.distance_.ref_.n_onehot, "f64": 0}
     if distance == "fang2024":
         widths["f64"] = detector.distance_.ref_.aug.shape[1]  # type: ignore[union-attr]
     return {

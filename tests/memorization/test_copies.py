@@ -47,7 +47,7 @@ def test_exact_copies_verify_hash_matches_on_values(monkeypatch) -> None:
     """Every row hashing alike is still compared on its values: a forced collision is not a copy."""
     import tabmem.memorization.copies as copies
 
-    monkeypatch.setattr(copies, "_hash_rows", lambda frame: np.zeros(len(frame), dtype=np.uint64))
+    monkeypatch.setattr(copies, "_hash_rows", lambda num, codes: np.zeros(len(num), dtype=np.uint64))
     train = pd.DataFrame({"x": [1.0, 2.0], "y": [0.0, 0.0], "k": ["a", "b"]})
     syn = pd.DataFrame({"x": [2.0, 3.0], "y": [0.0, 0.0], "k": ["b", "b"]})
     got = ExactCopies().fit(train, SCHEMA).match(validate(syn, SCHEMA).data)
@@ -58,7 +58,7 @@ def test_forced_collisions_match_missing_values_only_to_missing_values(monkeypat
     """Under a hash collision a missing value equals a missing value, never a number (either side)."""
     import tabmem.memorization.copies as copies
 
-    monkeypatch.setattr(copies, "_hash_rows", lambda frame: np.zeros(len(frame), dtype=np.uint64))
+    monkeypatch.setattr(copies, "_hash_rows", lambda num, codes: np.zeros(len(num), dtype=np.uint64))
     train = pd.DataFrame({"x": [np.nan, 2.0], "y": [0.0, 0.0], "k": ["a", "a"]})
     syn = pd.DataFrame({"x": [1.0, np.nan, 2.0, 2.0], "y": [0.0, 0.0, np.nan, 0.0], "k": ["a", "a", "a", "a"]})
     clean_t = validate(train, SCHEMA, name="training", nan="match").data
@@ -145,3 +145,17 @@ def test_summary_has_holdout_baselines_of_every_figure() -> None:
     assert s["rare_value_leakage"] == 0.5 and s["holdout_rare_value_leakage"] == 0.0  # continuous values: all one-off
     assert s["excess_rare_value_leakage"] == 0.5 and s["rare_values"]["n_leaked"] == 40
     assert s["warnings"] == []
+
+
+def test_rows_hashed_in_chunks_hash_alike(monkeypatch) -> None:
+    """Hashing a few rows at a time (bounded temporaries) gives every row the hash it gets in one pass."""
+    import tabmem.memorization.copies as copies
+
+    rng = np.random.default_rng(3)
+    clean = validate(_table(rng, 200), SCHEMA, name="training", nan="match").data
+    fitted = ExactCopies().fit(clean, SCHEMA)
+    whole = copies._hash_rows(fitted.num_, fitted.codes_)
+    monkeypatch.setattr(copies, "HASH_ROWS", 7)
+    np.testing.assert_array_equal(copies._hash_rows(fitted.num_, fitted.codes_), whole)
+    syn = validate(_table(rng, 90), SCHEMA, nan="match").data
+    assert ExactCopies().fit(clean, SCHEMA).match(syn).tolist() == fitted.match(syn).tolist()

@@ -46,6 +46,7 @@ from tabmem.memorization.summary import AuditSummary
 from tabmem.neighbors.device import use_device
 from tabmem.neighbors.shards import DEVICE_NOT_SHARDED
 from tabmem.runs.audit import AUDIT_RUN, audit_to_dir
+from tabmem.runs.memory import audit_memory, available_memory_bytes, check_audit_memory, resident_bytes
 from tabmem.runs.pool import check_pool
 
 PROGRESS_MIN_CELLS = 2e8  # show a progress bar when |synthetic| x |train| exceeds this
@@ -189,7 +190,11 @@ def _with_holdout(value: float | None, hold: float | None) -> str:
 @click.option("--show-records", is_flag=True, help="Print the most-replicated training records (raw values!).")
 @n_jobs_option("Worker threads (default: every CPU available; -1 = all).")
 @click.option(
-    "--memory-gb", type=MEMORY_GB, default=1.0, show_default=True, help="Working-memory budget of the search (GiB)."
+    "--memory-gb",
+    type=MEMORY_GB,
+    default=1.0,
+    show_default=True,
+    help="Working-memory budget of the neighbour search (GiB); the whole audit's estimated peak is printed.",
 )
 @search_device_option()
 @executor_option("Where the neighbour searches run: in this process / local worker processes, or Ray tasks.")
@@ -250,6 +255,7 @@ def audit(
         rare_k=rare_k,
     )
     echo_threads(resolve_n_jobs(n_jobs, "--n-jobs"), 1, "each in the neighbour search")
+    _echo_memory(train_df, syn, hold, schema, memory_gb, resolve_n_jobs(n_jobs, "--n-jobs"))
     summary = use_device(device)(audit_to_dir)(  # the neighbour searches on --device
         detector,
         train_df,
@@ -277,6 +283,23 @@ def audit(
     )
     if show_records:
         _show_records(console, train_df, out_dir)
+
+
+def _echo_memory(train_df: Any, syn: Any, hold: Any, schema: Any, memory_gb: float, threads: int) -> None:
+    """The audit's estimated peak in one line (tabmem.runs.memory); one clear error when it clearly cannot fit."""
+    n_scored = len(syn) + (0 if hold is None else len(hold))
+    estimate = audit_memory(
+        len(train_df),
+        n_scored,
+        schema.n_columns,
+        int(memory_gb * 2**30),
+        n_categorical=len(schema.categorical),
+        n_jobs=threads,
+        copying=hold is not None,
+    )
+    available, held = available_memory_bytes(), resident_bytes()
+    check_audit_memory(estimate, available, held=held)
+    click.echo(estimate.line(None if available is None else available + held), err=True)
 
 
 def _show_records(console: Console, train_df: Any, out_dir: Path) -> None:

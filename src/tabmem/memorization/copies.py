@@ -31,56 +31,50 @@ from tabmem.data.schema import NA_CATEGORY, Schema
 
 __all__ = ["ExactCopies", "RareValues", "RareValueCounts"]
 
-
-def _normalised(clean: pd.DataFrame, schema: Schema) -> pd.DataFrame:
-    """Clean values with one bit pattern per value (``-0.0 -> 0.0``, one NaN), in schema order."""
-    num, cat = _blocks(clean, schema)
-    frame = pd.concat(
-        [
-            pd.DataFrame(num, columns=list(schema.numerical), index=clean.index),
-            pd.DataFrame(cat, columns=list(schema.categorical), index=clean.index, dtype=object),
-        ],
-        axis=1,
-    )
-    return frame if list(frame.columns) == list(schema.columns) else frame[list(schema.columns)]
+#: rows hashed at a time (their cells' hashes are temporaries)
+HASH_ROWS = 1 << 16
 
 
-def _blocks(clean: pd.DataFrame, schema: Schema) -> tuple[np.ndarray, np.ndarray]:
-    """The numerical (float64, normalised bit patterns) and categorical (object) values as two
-    2-D blocks in schema order: one pass per kind, not one pandas pass per column."""
-    n = len(clean)
-    if schema.numerical:
-        num = clean[list(schema.numerical)].to_numpy(dtype=np.float64) + 0.0
-        num = np.where(np.isnan(num), np.nan, num)
-    else:
-        num = np.zeros((n, 0), dtype=np.float64)
-    if schema.categorical:
-        cat = clean[list(schema.categorical)].to_numpy(dtype=object)
-    else:
-        cat = np.empty((n, 0), dtype=object)
-    return num, cat
+def _numbers(clean: pd.DataFrame, schema: Schema) -> np.ndarray:
+    """The numerical values as one float64 block in schema order, one bit pattern per value
+    (``-0.0 -> 0.0``, one NaN)."""
+    if not schema.numerical:
+        return np.zeros((len(clean), 0), dtype=np.float64)
+    num = clean[list(schema.numerical)].to_numpy(dtype=np.float64) + 0.0
+    return np.where(np.isnan(num), np.nan, num)
 
 
-def _hash_rows(frame: pd.DataFrame) -> np.ndarray:
-    """One uint64 per row of a :func:`_normalised` frame, equal for rows with equal values.
+def _codes(clean: pd.DataFrame, schema: Schema, uniques: list[pd.Index]) -> np.ndarray:
+    """The categorical values as int32 positions in the training table's ``uniques`` (-1: a value it lacks).
 
-    Each cell is hashed in one vectorised pass per kind and the row hash is a position-weighted
+    Codes instead of the values: one Python string per cell (about 60 bytes) would be held for
+    the whole audit; equal codes are equal values."""
+    out = np.empty((len(clean), len(uniques)), dtype=np.int32)
+    for j, (c, u) in enumerate(zip(schema.categorical, uniques, strict=True)):
+        out[:, j] = u.get_indexer(pd.Index(clean[c]))
+    return out
+
+
+def _hash_rows(num: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """One uint64 per row of the :func:`_numbers` and :func:`_codes` blocks, equal for rows with equal values.
+
+    Each cell is hashed in one vectorised pass per block and the row hash is a position-weighted
     sum (wrapping uint64 arithmetic): linear in the cells, with no per-column pandas pass. Equal
     hashes are always verified on the values, so a collision costs time, never a wrong count.
+    Rows are hashed :data:`HASH_ROWS` at a time: the cells' hashes are temporaries of 8 bytes a cell.
     """
-    n, p = frame.shape
-    if p == 0:
-        return np.zeros(n, dtype=np.uint64)
-    weights = pd.util.hash_array(np.arange(p, dtype=np.int64)) | np.uint64(1)  # odd: no column vanishes
+    n = len(num)
     total = np.zeros(n, dtype=np.uint64)
-    kinds = frame.dtypes.map(lambda d: d.kind == "f").to_numpy(dtype=bool)
-    for numeric in (True, False):
-        pos = np.flatnonzero(kinds == numeric)
-        if pos.size == 0:
-            continue
-        block = frame.iloc[:, pos].to_numpy(dtype=np.float64 if numeric else object)
-        cells = pd.util.hash_array(block.ravel(), categorize=False).reshape(n, pos.size)
-        total += (cells * weights[pos]).sum(axis=1, dtype=np.uint64)
+    p = num.shape[1] + codes.shape[1]
+    if p == 0:
+        return total
+    weights = pd.util.hash_array(np.arange(p, dtype=np.int64)) | np.uint64(1)  # odd: no column vanishes
+    for start in range(0, n, HASH_ROWS):
+        rows = slice(start, start + HASH_ROWS)
+        for block, w in ((num[rows], weights[: num.shape[1]]), (codes[rows].astype(np.int64), weights[num.shape[1] :])):
+            if block.shape[1]:
+                cells = pd.util.hash_array(block.ravel(), categorize=False).reshape(len(block), block.shape[1])
+                total[rows] += (cells * w).sum(axis=1, dtype=np.uint64)
     return total
 
 
@@ -89,19 +83,21 @@ class ExactCopies:
 
     def fit(self, train_clean: pd.DataFrame, schema: Schema) -> ExactCopies:
         self.schema_ = schema
-        self.train_ = _normalised(train_clean, schema).reset_index(drop=True)
-        hashes = _hash_rows(self.train_)
+        self.uniques_ = [pd.Index(pd.unique(train_clean[c])) for c in schema.categorical]
+        self.num_ = _numbers(train_clean, schema)
+        self.codes_ = _codes(train_clean, schema, self.uniques_)
+        hashes = _hash_rows(self.num_, self.codes_)
         self.order_ = np.argsort(hashes, kind="stable")
         self.sorted_ = hashes[self.order_]
         return self
 
     def match(self, clean: pd.DataFrame) -> np.ndarray:
         """One bool per row of ``clean``: identical to some training row."""
-        query = _normalised(clean, self.schema_).reset_index(drop=True)
-        out = np.zeros(len(query), dtype=bool)
-        if len(query) == 0 or len(self.sorted_) == 0:
+        num, codes = _numbers(clean, self.schema_), _codes(clean, self.schema_, self.uniques_)
+        out = np.zeros(len(clean), dtype=bool)
+        if len(clean) == 0 or len(self.sorted_) == 0:
             return out
-        h = _hash_rows(query)
+        h = _hash_rows(num, codes)
         lo = np.searchsorted(self.sorted_, h, side="left")
         hi = np.searchsorted(self.sorted_, h, side="right")
         candidates = np.flatnonzero(hi > lo)
@@ -109,21 +105,21 @@ class ExactCopies:
             return out
         # verify the first training row with the same hash on the values (exact, not probabilistic)
         first = self.order_[lo[candidates]]
-        same = self._equal(query.iloc[candidates], self.train_.iloc[first])
+        same = self._equal(num[candidates], codes[candidates], first)
         out[candidates[same]] = True
         for i in candidates[~same]:  # a hash collision: try every training row with that hash
             for j in self.order_[lo[i] : hi[i]]:
-                if self._equal(query.iloc[[i]], self.train_.iloc[[j]])[0]:
+                if self._equal(num[[i]], codes[[i]], np.array([j]))[0]:
                     out[i] = True
                     break
         return out
 
-    def _equal(self, a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
-        an, ac = _blocks(a, self.schema_)
-        bn, bc = _blocks(b, self.schema_)
-        eq = ((an == bn) | (np.isnan(an) & np.isnan(bn))).all(axis=1)
-        if ac.shape[1]:
-            eq &= (ac == bc).all(axis=1)
+    def _equal(self, num: np.ndarray, codes: np.ndarray, train_rows: np.ndarray) -> np.ndarray:
+        """Rows (their blocks) equal to these training rows, value for value (a missing value equals a missing value)."""
+        tn, tc = self.num_[train_rows], self.codes_[train_rows]
+        eq = ((num == tn) | (np.isnan(num) & np.isnan(tn))).all(axis=1)
+        if codes.shape[1]:
+            eq &= ((codes == tc) & (codes >= 0)).all(axis=1)
         return eq
 
 
@@ -155,16 +151,16 @@ class RareValues:
     def fit(self, train_clean: pd.DataFrame, schema: Schema) -> RareValues:
         self.k_ = check_int("rare_k", self.k, low=2)
         self.schema_ = schema
-        num, cat = _blocks(train_clean, schema)
+        num = _numbers(train_clean, schema)
         self.rare_: dict[str, np.ndarray] = {}
         for j, c in enumerate(schema.numerical):
             col = num[:, j]
             values, counts = np.unique(col[~np.isnan(col)], return_counts=True)
             self.rare_[c] = values[counts < self.k_]
-        for j, c in enumerate(schema.categorical):
-            col = cat[:, j]
-            values, counts = np.unique(col[col != NA_CATEGORY], return_counts=True)
-            self.rare_[c] = values[counts < self.k_]
+        for c in schema.categorical:  # counted by pandas on the column as it is held (no string per cell)
+            counts = train_clean[c].value_counts(sort=False)
+            counts = counts[(counts < self.k_) & (counts.index != NA_CATEGORY)]
+            self.rare_[c] = np.sort(counts.index.to_numpy(dtype=object))
         return self
 
     @property
@@ -173,25 +169,23 @@ class RareValues:
 
     def score(self, clean: pd.DataFrame) -> RareValueCounts:
         """Which rows of ``clean`` hold a rare training value, and how many distinct ones per column."""
-        num, cat = _blocks(clean, self.schema_)
-        blocks = {c: (num, j) for j, c in enumerate(self.schema_.numerical)}
-        blocks.update({c: (cat, j) for j, c in enumerate(self.schema_.categorical)})
+        num = _numbers(clean, self.schema_)
+        numerical = {c: j for j, c in enumerate(self.schema_.numerical)}
         rows = np.zeros(len(clean), dtype=bool)
         records = []
         for c in self.schema_.columns:
             rare = self.rare_[c]
-            block, j = blocks[c]
             n_leaked, n_rows = 0, 0
             if len(rare):
-                values = block[:, j]
-                hit = np.isin(values, rare)
+                values = num[:, numerical[c]] if c in numerical else clean[c]
+                hit = np.isin(values, rare) if c in numerical else values.isin(rare).to_numpy(dtype=bool)
                 if hit.any():
                     rows |= hit
                     n_leaked, n_rows = int(pd.unique(values[hit]).size), int(hit.sum())
             records.append(
                 {
                     "column": c,
-                    "kind": "numerical" if block is num else "categorical",
+                    "kind": "numerical" if c in numerical else "categorical",
                     "n_rare": len(rare),
                     "n_leaked": n_leaked,
                     "rows": n_rows,

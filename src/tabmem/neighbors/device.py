@@ -372,7 +372,7 @@ def _gower_block(d: GowerDistance, q: Queries, rows: slice, dev: "torch.device")
     qmiss = q.miss[rows]
     clip = [bool(d._ref_outside[c] or (b[:, c].min() < 0) or (b[:, c].max() > 1)) for c in range(k)]
     nan_cols = [bool(qmiss[:, c].any() or d._ref_has_nan[c]) for c in range(k)]
-    onehot = q.onehot[rows]
+    onehot = q.onehot_rows(rows)
     if onehot.shape[1]:  # -(categorical matches): small integers, exact
         key = -(_on(onehot, dev) @ ref["onehot_t"])
     else:
@@ -426,8 +426,10 @@ def _fang2024_block(d: Fang2024Distance, q: Queries, rows: slice, dev: "torch.de
         emin, emax, delta = np.zeros(n_rows), np.zeros(n_rows), np.zeros(n_rows)
     spread = emax - emin
     sp = np.where(spread > 0, spread, 1.0)
-    if q.onehot.shape[1]:  # key -= spread * (categorical matches), one float32 GEMM with beta = 1
-        key.addmm_(_on(q.onehot[rows] * sp.astype(np.float32)[:, None], dev), ref["onehot_t"], beta=1.0, alpha=-1.0)
+    if q.n_onehot:  # key -= spread * (categorical matches), one float32 GEMM with beta = 1
+        key.addmm_(
+            _on(q.onehot_rows(rows) * sp.astype(np.float32)[:, None], dev), ref["onehot_t"], beta=1.0, alpha=-1.0
+        )
     n_cat = float(d.n_cat_total)
     margin = (
         delta

@@ -46,7 +46,7 @@ domain) is evaluated exactly against every reference row (``Queries.tame``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable
 
 import numpy as np
@@ -114,22 +114,97 @@ def norm_rows(diff: np.ndarray, *, columns_in_order: bool = False) -> np.ndarray
     return np.sqrt(np.einsum("ij,ij->i", diff, diff))
 
 
-@dataclass
+@dataclass(init=False)
 class Queries:
-    """Query rows prepared for one fitted distance (all arrays row-aligned)."""
+    """Query rows prepared for one fitted distance (all arrays row-aligned).
+
+    ``onehot`` (float32, ``(n, c)``: the categorical columns' one-hots, then the missing-value
+    indicators' two states) is given, or built from ``codes`` and ``widths`` when first read and
+    then kept: the lookup-table search reads only the codes, so a search that never falls back to
+    a one-hot product never builds it (416 bytes a row on Adult). :meth:`onehot_rows` gives the
+    one-hot of a few rows without building the whole.
+    """
 
     num: np.ndarray  # float64 (n, k) exact numeric representation used by ``exact``
     miss: np.ndarray  # bool (n, k) missing numerical values
-    onehot: np.ndarray  # float32 (n, c) one-hot of categoricals (+ missing indicators)
     codes: np.ndarray  # int32 (n, n_cat_total) category codes (+ indicators), -1 unseen
     aug: np.ndarray | None = None  # distance-specific fast-pass operand
     tame: np.ndarray | None = None  # bool (n,): rows the fast pass can bound (None: all)
     feats: np.ndarray | None = None  # l2: float64 features
     sq: np.ndarray | None = None  # l2: squared feature norms
     unorm: np.ndarray | None = None  # fang2024: norm of the centred row
+    #: one-hot width of each categorical code column (the encoder's categories); the code columns
+    #: after them are missing-value indicators (codes 0/1, two one-hot columns each)
+    widths: tuple[int, ...] | None = None
+
+    def __init__(
+        self,
+        num: np.ndarray,
+        miss: np.ndarray,
+        onehot: np.ndarray | None = None,
+        codes: np.ndarray | None = None,
+        aug: np.ndarray | None = None,
+        tame: np.ndarray | None = None,
+        feats: np.ndarray | None = None,
+        sq: np.ndarray | None = None,
+        unorm: np.ndarray | None = None,
+        widths: tuple[int, ...] | None = None,
+    ) -> None:
+        if codes is None:
+            raise ValueError("Queries needs the category codes")
+        if onehot is None and widths is None:
+            raise ValueError("Queries needs the one-hot or the one-hot widths of the codes")
+        self.num, self.miss, self.codes, self.aug, self.tame = num, miss, codes, aug, tame
+        self.feats, self.sq, self.unorm, self.widths = feats, sq, unorm, widths
+        self._onehot = onehot
 
     def __len__(self) -> int:
         return self.num.shape[0]
+
+    @property
+    def onehot(self) -> np.ndarray:
+        """The whole one-hot, built from the codes on first use and kept."""
+        if self._onehot is None:
+            self._onehot = self._one_hot(self.codes)
+        return self._onehot
+
+    @property
+    def n_onehot(self) -> int:
+        """Columns of the one-hot (without building it)."""
+        if self._onehot is not None or self.widths is None:
+            return self.onehot.shape[1]
+        return int(sum(self.widths)) + 2 * (self.codes.shape[1] - len(self.widths))
+
+    def onehot_rows(self, rows: slice) -> np.ndarray:
+        """The one-hot of ``rows``: a view of the whole when it is kept, else built for these rows only."""
+        if self._onehot is not None:
+            return self._onehot[rows]
+        return self._one_hot(self.codes[rows])
+
+    def _one_hot(self, codes: np.ndarray) -> np.ndarray:
+        """float32 one-hot of ``codes`` (unseen, -1: all 0), then ``[ind, ~ind]`` of the indicator columns."""
+        widths = self.widths or ()
+        n, n_ind = codes.shape[0], codes.shape[1] - len(widths)
+        offsets = np.concatenate([[0], np.cumsum(widths, dtype=np.int64)])
+        out = np.zeros((n, int(offsets[-1]) + 2 * n_ind), dtype=np.float32)
+        rows = np.arange(n)
+        for j in range(len(widths)):
+            ok = codes[:, j] >= 0
+            out[rows[ok], offsets[j] + codes[ok, j]] = 1.0
+        if n_ind:
+            ind = codes[:, len(widths) :] == 1
+            out[:, offsets[-1] : offsets[-1] + n_ind] = ind
+            out[:, offsets[-1] + n_ind :] = ~ind
+        return out
+
+    def rows(self, rows: slice) -> "Queries":
+        """These rows (views), with the one-hot only where it is kept."""
+        sliced = {f.name: _rows_of(getattr(self, f.name), rows) for f in fields(self)}
+        return Queries(**sliced, onehot=_rows_of(self._onehot, rows))
+
+
+def _rows_of(value: object, rows: slice) -> object:
+    return value[rows] if isinstance(value, np.ndarray) else value
 
 
 @dataclass
@@ -232,15 +307,13 @@ class Distance:
         enc = self.encoder_
         miss = np.isnan(num)
         codes = enc.codes(clean)
-        onehot = enc.one_hot(clean, dtype=np.float32)
         if indicators:
             ind = self._indicator_cols(miss)
             if ind.shape[1]:
-                # two-state one-hot per nullable column: matches iff both missing or both present
-                two = np.concatenate([ind, ~ind], axis=1).astype(np.float32)
-                onehot = np.concatenate([onehot, two], axis=1)
+                # two-state one-hot per nullable column (Queries.onehot): matches iff both missing or both present
                 codes = np.concatenate([codes, ind.astype(np.int32)], axis=1)
-        return Queries(num=num, miss=miss, onehot=onehot, codes=codes)
+        widths = tuple(len(enc.categories_[c]) for c in self.schema_.categorical)
+        return Queries(num=num, miss=miss, codes=codes, widths=widths)  # the one-hot: built where it is read
 
     def prepare(self, clean: pd.DataFrame, *, fitting: bool = False) -> Queries:
         raise NotImplementedError
@@ -313,7 +386,14 @@ class Distance:
             built.append((cols, strides, table))
         self._groups = built
 
-    def _matches(self, onehot: np.ndarray, codes: np.ndarray | None = None, start: int = 0) -> np.ndarray:
+    def _block_matches(self, q: Queries, rows: slice, start: int = 0) -> np.ndarray:
+        """:meth:`_matches` of ``q``'s ``rows``: from their codes where the lookup tables are, else from
+        their one-hot (built for these rows only unless ``q`` keeps it)."""
+        if self._groups is not None:
+            return self._matches(None, q.codes[rows], start)
+        return self._matches(q.onehot_rows(rows), None, start)
+
+    def _matches(self, onehot: np.ndarray | None, codes: np.ndarray | None = None, start: int = 0) -> np.ndarray:
         """Exact categorical match counts of query rows against every reference row from ``start`` on.
 
         uint8 from the lookup tables (:meth:`_lookup_setup`) given the rows' ``codes``; else the
@@ -350,6 +430,8 @@ class Distance:
                     else:
                         part[...] = sub
             return out
+        if onehot is None:
+            raise ValueError("_matches: the one-hot is needed without lookup tables")
         out = np.empty((onehot.shape[0], self.n_ref - start), dtype=np.float32)
         sgemm(1.0, self.ref_.onehot[start:].T, onehot.T, beta=0.0, c=out.T, trans_a=1, trans_b=0, overwrite_c=1)
         return out
@@ -663,7 +745,7 @@ class Fang2024Distance(Distance):
         ref = self.ref_
         u = ref.aug[:, : self._k]  # type: ignore[index]
         sq = ref.aug[:, self._k + 1]  # type: ignore[index]
-        q = Queries(num=ref.num, miss=ref.miss, onehot=ref.onehot, codes=ref.codes, unorm=ref.unorm)
+        q = ref.rows(slice(None))  # views of the reference's arrays (its one-hot only if it is kept)
         q.aug = np.column_stack([-2.0 * u, sq, np.ones(len(u))])  # the query layout of prepare()
         n = len(ref)
         emin, emax = np.zeros(n), np.zeros(n)
@@ -683,9 +765,9 @@ class Fang2024Distance(Distance):
         return SymmetricPairs(exact=exact, prepare=prepare, prepare_share=0.13)  # measured at 32k (Adult)
 
     def pruned_block(self, q: Queries, rows: slice) -> PrunedBlock | None:
-        if q.onehot.shape[1] == 0:
+        if q.n_onehot == 0:
             return None
-        n_rows = q.onehot[rows].shape[0]
+        n_rows = q.codes[rows].shape[0]
         qi = np.arange(rows.start, rows.start + n_rows)
         emin, emax = self._extremes(q, qi)
         spread = emax - emin
@@ -696,7 +778,7 @@ class Fang2024Distance(Distance):
             e_ex = self._exact_e(q, qi[local_rows], refs)
             return ((e_ex - emin[local_rows]) / sp[local_rows] + h) / m
 
-        return PrunedBlock(matches=self._matches(q.onehot[rows], q.codes[rows]), exact=exact)
+        return PrunedBlock(matches=self._block_matches(q, rows), exact=exact)
 
     def block(self, q: Queries, rows: slice) -> Block:
         n = self.n_ref
@@ -724,8 +806,8 @@ class Fang2024Distance(Distance):
         sp = np.where(spread > 0, spread, 1.0)
         # key = e - spread * (categorical matches): the query row's d*M times spread, shifted,
         # so one fused GEMM (beta = 1) adds the categorical part; a zero spread counts as 1
-        if q.onehot.shape[1]:
-            self._subtract_matches(key, q.onehot[rows] * sp.astype(np.float32)[:, None])
+        if q.n_onehot:
+            self._subtract_matches(key, q.onehot_rows(rows) * sp.astype(np.float32)[:, None])
         n_cat = float(self.n_cat_total)
         margin = (
             delta
@@ -840,7 +922,7 @@ class GowerDistance(Distance):
         cols = [np.ascontiguousarray(b[:, c : c + 1]) for c in range(k)]
         width = max(256, (_TILE_BYTES // 2) // (4 * max(n_rows, 1)))
         tmp_full = np.empty((n_rows, min(width, n)), dtype=np.float32)
-        onehot = q.onehot[rows]
+        onehot = q.onehot_rows(rows)
         for j0 in range(0, n, width):
             j1 = min(j0 + width, n)
             kt = np.zeros((n_rows, j1 - j0), dtype=np.float32)
@@ -878,14 +960,14 @@ class GowerDistance(Distance):
         )
 
     def pruned_block(self, q: Queries, rows: slice) -> PrunedBlock | None:
-        if q.onehot.shape[1] == 0:
+        if q.n_onehot == 0:
             return None
         start = rows.start
 
         def exact(local_rows: np.ndarray, refs: np.ndarray, h: np.ndarray) -> np.ndarray:
             return self._exact_given(q, local_rows + start, refs, h)
 
-        return PrunedBlock(matches=self._matches(q.onehot[rows], q.codes[rows]), exact=exact)
+        return PrunedBlock(matches=self._block_matches(q, rows), exact=exact)
 
     def symmetric_pairs(self) -> "SymmetricPairs | None":
         # |a - t| = |t - a| and the missing-value rule are symmetric, the columns summed in one order:

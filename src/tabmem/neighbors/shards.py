@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -146,6 +145,4 @@ class _Shards(Sequence[Queries]):
 
     def __getitem__(self, i: int) -> Queries:  # type: ignore[override]
         start, stop = self.bounds[i]
-        rows = slice(start, stop)
-        fields = {f.name: getattr(self.queries, f.name) for f in dataclasses.fields(Queries)}
-        return Queries(**{name: v[rows] if isinstance(v, np.ndarray) else v for name, v in fields.items()})
+        return self.queries.rows(slice(start, stop))

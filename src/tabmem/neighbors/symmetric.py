@@ -63,7 +63,7 @@ def nearest_other(
     pairs = distance.symmetric_pairs()
     ref = distance.ref_
     n = distance.n_ref
-    if pairs is None or n < 2 or ref.onehot.shape[1] == 0:
+    if pairs is None or n < 2 or ref.n_onehot == 0:
         return None
     n_jobs = resolve_n_jobs(n_jobs)
     n_cat, m = float(distance.n_cat_total), float(distance.n_columns_)
@@ -157,7 +157,7 @@ def _block(
     on both sides. ``False``: in the first block, more than a quarter of the pairs survive (pruning is
     not selective on this table: the k-nearest search's dense path is cheaper)."""
     ref = distance.ref_
-    matches = distance._matches(ref.onehot[s:e], ref.codes[s:e], start=s)
+    matches = distance._block_matches(ref, slice(s, e), start=s)
     n_rows, width = matches.shape
     thr = np.minimum(need[s:e, None], need[None, s:])  # the dtype of the match counts
     flat = np.flatnonzero(matches >= thr)
