@@ -20,6 +20,12 @@ for bit (the EMA does not change training). Usage::
     python ema_evidence.py --seeds 0 1 2 3 4 --out ../../runs/i25ema/adult1000/tabddpm
     python anneal_evidence.py --quality-k --seeds 0 1 2 3 4 --out ../../runs/i25ema/adult1000/tabddpm
     python anneal_evidence.py --report --out ../../runs/i25ema/adult1000/tabddpm
+
+Shoppers-1000 (part 10's second dataset; ``--part5`` is then the Shoppers ``none``/``mstop`` runs of part 9)::
+
+    python ema_evidence.py --dataset shoppers --seeds 0 1 2 3 4 --out ../../runs/i25ema2/shoppers1000/tabddpm \
+        --part5 ../../../i25-reject/runs/i25rej/shoppers1000-mstop/tabddpm \
+        --part9 ../../../i25-anneal/runs/i25anneal/shoppers1000-mstop/tabddpm
 """
 
 from __future__ import annotations
@@ -65,8 +71,8 @@ def run(args) -> None:
     from tabmem.runs.train import train_to_dir
 
     out, part5, part9 = Path(args.out), Path(args.part5), Path(args.part9)
-    train, hold, test, schema = data("adult", 1000, args.data_dir)
-    selection = selection_rows("adult", 1000, args.data_dir)
+    train, hold, test, schema = data(args.dataset, args.n_train, args.data_dir)
+    selection = selection_rows(args.dataset, args.n_train, args.data_dir)
     for seed in args.seeds:
         copy_judged(part5, part9, out, seed)
         run_dir = out / ARM / f"seed{seed}"
@@ -102,6 +108,8 @@ def run(args) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
+    ap.add_argument("--dataset", default="adult")
+    ap.add_argument("--n-train", type=int, default=1000)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--part5", default=PART5, help="part 5's adult1000-mstop/tabddpm directory (read-only)")
     ap.add_argument("--part9", default=PART9, help="part 9's adult1000-mstop/tabddpm directory (read-only)")
