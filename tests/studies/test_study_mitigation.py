@@ -209,9 +209,35 @@ def test_memstop_arm_chooses_on_rows_the_audit_never_sees(write_study, tmp_path)
     assert len(df[(df.mitigation == "memstop") & (df.metric == "excess_memorization")]) >= 1
 
 
+def test_memstop_arm_with_ema_tracks_chooses_and_keeps_the_averaged_weights(write_study, tmp_path):
+    """``ema_decay`` (docs/mitigation.md part 10): the arm's generator keeps an EMA, and the chosen
+    model samples from it (the generator's tests check the average itself)."""
+    from tabmem.generators import load_generator
+
+    arm = MEMSTOP.replace('label = "memstop"\n', 'label = "ema"\n').replace(
+        "track_every = 1\n", "track_every = 1\nema_decay = 0.9\n"
+    )
+    text = _study(arm).replace("n_bootstrap = 50\n", "n_bootstrap = 50\nn_holdout = 20\n")
+    path = write_study(text)
+    (cell,) = [c for c in load_study(path).cells if c.labels["mitigation"] == "ema"]
+    out = tmp_path / "out"
+    outcome = run_study(path, out, jobs=1, echo=lambda _m: None, only=[cell.name])
+    assert outcome.done == 1 and not outcome.failed
+    d = out / "cells" / cell.id / "memstop"
+    gen = load_generator(d / "model.pt")
+    assert (
+        gen.ema_decay == 0.9 and gen.epoch_ == json.loads((d / "summary.json").read_text())["selection"]["chosen_epoch"]
+    )
+    assert json.loads((d / "config.json").read_text())["params"]["ema_decay"] == 0.9
+
+
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
+        (
+            'step = "memstop"\ntrack_every = 1\naudit_n_holdout = 20\nema_decay = 1',
+            r"ema_decay must be a number in \(0, 1\)",
+        ),
         ('step = "memstop"\ntrack_every = 1', r"audit_n_holdout: set it to the \[audit\] n_holdout"),
         ('step = "memstop"\ntrack_every = 9\naudit_n_holdout = 20', r"track_every is larger"),
         ('step = "memstop"\nstop_excess = 2\naudit_n_holdout = 20\ntrack_every = 1', r"stop_excess"),

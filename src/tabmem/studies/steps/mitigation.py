@@ -178,7 +178,7 @@ class DynamicCutStep(Step):
             raise ParameterError(f"{where}{exc}") from None
         if mix is not None:
             _check_augmenter(mix, options["mix_params"], "mix_params", where)
-        return {**gen, **{k: v for k, v in options.items() if k != "device"}}
+        return {**gen, **{k: v for k, v in options.items() if k not in ("device", "ema_decay")}}
 
     def run(self, ctx: StepContext) -> list[MetricRow]:
         from tabmem.mitigation.dynamiccut import DynamicCut
@@ -232,6 +232,15 @@ class DynamicCutStep(Step):
         return one * (1.0 + warm)
 
 
+def _open_unit_or_none(key: str, v: Any) -> Any:
+    if v is None or v == "none":
+        return None
+    v = number(0, 1, low_open=True)(key, v)
+    if v >= 1:
+        raise ParameterError(f"{key} must be a number in (0, 1), got {v!r}")
+    return v
+
+
 @register_step("memstop")
 class MemStopStep(Step):
     """Memorization-aware checkpoint choice (``tabmem train --stop-excess``) in place of the train step.
@@ -253,6 +262,7 @@ class MemStopStep(Step):
         "distance": Field(DEFAULT_DISTANCE, choice(_distances), "distance of tracking and the choice"),
         "n_selection": Field(None, integer(1, none=True), "selection holdout rows (default |train|)"),
         "audit_n_holdout": Field(None, integer(1, none=True), "the [audit] n_holdout (its rows are excluded)"),
+        "ema_decay": Field(None, _open_unit_or_none, "track, choose and sample an EMA of the weights (tabddpm)"),
         "device": Field(None, string(), "cpu, cuda or auto (default: the generator's)"),
     }
     axis = "mitigations"
@@ -263,6 +273,14 @@ class MemStopStep(Step):
     @classmethod
     def configure(cls, options: Mapping[str, Any], cell: CellInfo, where: str) -> dict[str, Any]:
         gen = _generator(cell, options["device"], where)
+        if options["ema_decay"] is not None:  # docs/mitigation.md part 10: the rule on the EMA keeps later epochs
+            if "ema_decay" not in gen["resolved"]:
+                raise ParameterError(f"{where}ema_decay: the {gen['model']} generator keeps no EMA of its weights")
+            gen = {
+                **gen,
+                "params": {**gen["params"], "ema_decay": options["ema_decay"]},
+                "resolved": {**gen["resolved"], "ema_decay": options["ema_decay"]},
+            }
         if options["track_every"] > int(gen["resolved"]["epochs"]):
             raise ParameterError(
                 f"{where}track_every is larger than the generator's {gen['resolved']['epochs']} epochs"
@@ -319,22 +337,13 @@ class MemStopStep(Step):
         return train_seconds({**config, "holdout": False}, cell)
 
 
-def _delta_or_none(key: str, v: Any) -> Any:
-    if v is None or v == "none":
-        return None
-    v = number(0, 1, low_open=True)(key, v)
-    if v >= 1:
-        raise ParameterError(f"{key} must be a number in (0, 1), got {v!r}")
-    return v
-
-
 @register_step("dpsgd")
 class DPSGDStep(Step):
     """DP-SGD (opacus) in place of the train step: the reference point of issue 25's frontier."""
 
     options = {
         "epsilon": Field(REQUIRED, number(0, None, low_open=True), "target epsilon over the whole schedule"),
-        "delta": Field(None, _delta_or_none, "target delta (default 1/(10 n))"),
+        "delta": Field(None, _open_unit_or_none, "target delta (default 1/(10 n))"),
         "max_grad_norm": Field(1.0, number(0, None, low_open=True), "per-sample gradient clipping norm"),
         "epochs": Field(None, integer(1, none=True), "epochs of the private training (default: the generator's)"),
         "device": Field(None, string(), "cpu, cuda or auto (default: the generator's)"),
