@@ -171,3 +171,20 @@ def test_nearest_row_at_the_edge_of_the_window(monkeypatch) -> None:
     ref = pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1], "c": ["a", "b"] * (len(xy) // 2) + ["a"] * (len(xy) % 2)})
     q = pd.DataFrame({"x": [0.0, 0.0, 1e-3], "y": [0.0, 0.0, 0.0], "c": ["a", "b", "a"]})
     check_extremes(ref, q, TWO, monkeypatch, "projected")
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_the_power_iteration_axis_of_wide_tables_keeps_the_extremes_exact(monkeypatch, path):
+    """Above ``_EIGH_MAX_COLS`` numerical columns the axis comes from power iteration (no k x k Gram
+    matrix and O(k^3) eigh: a 3 x 20,000 table took minutes); any unit axis keeps the extremes exact."""
+    monkeypatch.setattr(distances, "_EIGH_MAX_COLS", 1)
+    ref, q = isotropic(3)
+    check_extremes(ref, q, TWO, monkeypatch, path)
+
+
+def test_the_power_iteration_axis_finds_a_dominant_axis() -> None:
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=(500, 40)) * np.r_[10.0, np.ones(39)]  # column 0 dominates
+    axis = distances._power_axis(w)
+    want = np.linalg.eigh(w.T @ w)[1][:, -1]
+    assert abs(float(axis @ want)) > 0.999

@@ -83,6 +83,7 @@ DEFAULT_DISTANCE = "gower"
 EPS32 = float(np.finfo(np.float32).eps)
 EPS64 = float(np.finfo(np.float64).eps)
 _TILE_BYTES = 1 << 20  # float64 working tile of the element-wise passes (stays in L2 cache)
+_EIGH_MAX_COLS = 256  # fang2024's principal axis: eigh of the k x k Gram matrix up to here, power iteration above
 _L2_TAME = 2.0**40  # l2 feature magnitude beyond which a query row takes the exact fallback
 _MATCH_BLOCK_BYTES = 16 << 20  # match-count blocks above this are summed in column tiles ...
 _MATCH_TILE_BYTES = 256 << 10  # ... of about this size (in cache), at least _MATCH_TILE_COLS columns wide
@@ -112,6 +113,19 @@ def norm_rows(diff: np.ndarray, *, columns_in_order: bool = False) -> np.ndarray
             total += diff[:, c] * diff[:, c]
         return np.sqrt(total)
     return np.sqrt(np.einsum("ij,ij->i", diff, diff))
+
+
+def _power_axis(w: np.ndarray, iterations: int = 30) -> np.ndarray:
+    """An approximation of the top right singular vector of ``w`` by power iteration, from a fixed
+    start (deterministic), without the ``k x k`` Gram matrix; any unit axis keeps fang2024 exact."""
+    axis = np.full(w.shape[1], 1.0 / np.sqrt(w.shape[1]))
+    for _ in range(iterations):
+        nxt = w.T @ (w @ axis)
+        size = float(np.linalg.norm(nxt))
+        if not np.isfinite(size) or size == 0.0:
+            break
+        axis = nxt / size
+    return axis
 
 
 @dataclass(init=False)
@@ -517,7 +531,8 @@ class Fang2024Distance(Distance):
         top = float(np.abs(v).max()) if v.size else 0.0
         if top > 0:
             w = v / top  # one scale for every column: the same axis, a Gram matrix far from overflow
-            axis = np.linalg.eigh(w.T @ w)[1][:, -1]
+            # a wide table (thousands of numerical columns) must not pay a k x k matrix and its O(k^3) eigh
+            axis = np.linalg.eigh(w.T @ w)[1][:, -1] if self._k <= _EIGH_MAX_COLS else _power_axis(w)
             axis = axis / np.linalg.norm(axis)
         if not np.isfinite(axis).all() or not axis.any():
             axis = np.eye(1, self._k).ravel()
