@@ -167,7 +167,7 @@ def test_sample_reject_replicas_option(tmp_path, data, capsys):
     from tabmem.generators import get_generator
 
     train, _, schema = data
-    gen = get_generator("tabddpm", **TINY_DDPM, epochs=2).fit(train, schema)
+    gen = get_generator("tabddpm", **TINY_DDPM, epochs=2, random_state=0).fit(train, schema)
     gen.save(tmp_path / "model.pt")
     train.to_csv(tmp_path / "t.csv", index=False)
     base = ["sample", "--model", str(tmp_path / "model.pt"), "--n", "40", "--seed", "1", "--threads", "1"]
