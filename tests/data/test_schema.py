@@ -251,3 +251,14 @@ def test_a_misspelt_policy_is_one_clear_error_not_another_policy(option) -> None
     table = pd.DataFrame({"x": [np.nan, 1.0], "k": ["z", "a"], "e": [0, 0]})
     with pytest.raises(ParameterError, match=rf"^{option} must be one of .*, got 'bogus'$"):
         validate(table, schema, categories={"k": {"a"}}, **{option: "bogus"})
+
+
+def test_an_object_column_of_numbers_and_bools_is_canonicalised_not_shared() -> None:
+    """The clean frame shares a string-dtype column's memory (already canonical); an object column
+    (pandas 2's strings, or mixed values) must still be canonicalised: the reference tests on pandas 2
+    caught a version that shared every object column and left 1, 2.0 and True as they were."""
+    schema = Schema(("x", "k"), ("x",), ("k",))
+    table = pd.DataFrame({"x": [0.0, 1.0, 2.0], "k": pd.Series([1, 2.0, True], dtype=object)})
+    assert list(validate_table(table, schema)["k"]) == ["1", "2", "True"]
+    strings = pd.DataFrame({"x": [0.0, 1.0], "k": pd.Series(["a", "b"], dtype="string")})
+    assert list(validate_table(strings, schema)["k"]) == ["a", "b"]

@@ -60,9 +60,6 @@ ExtraPolicy = Literal["error", "ignore"]
 MAX_MAGNITUDE = 1e15
 MIN_MAGNITUDE = 1e-100
 
-#: the dtype pandas gives a column of Python strings (the clean frame's categorical columns)
-_STRING_DTYPE = pd.Series(np.array(["a"], dtype=object)).dtype
-
 
 def canonical_category(value: Any) -> str:
     """Return the canonical string of one categorical value (see module docstring)."""
@@ -762,9 +759,10 @@ def _validate_raw(
                 found, bad = _category_check(col, canon, categories[col], nan, unseen, np.arange(len(canon)))
                 problems += found
                 drop |= bad
-            # a column of strings without missing values is canonical already: the clean frame shares its
-            # memory instead of holding a second copy of every string (the same values and dtype)
-            out[col] = s.array if s.dtype == _STRING_DTYPE and not s.hasnans else canon
+            # a string-dtype column without missing values is canonical already: the clean frame shares its
+            # memory instead of holding a second copy of every string (the same values and dtype). Only a
+            # real string dtype (pandas 3's default): an object column (pandas 2) may hold numbers or bools
+            out[col] = s.array if isinstance(s.dtype, pd.StringDtype) and not s.hasnans else canon
     if problems:
         raise SchemaError(name, problems)
     clean = pd.DataFrame(out, index=pd.RangeIndex(len(table)))
